@@ -1,0 +1,169 @@
+"""The low-level ZooKeeper port: the only seam between the controller and a ZooKeeper client.
+
+Two implementations exist:
+
+- ``controller.zk.kazoo_port.KazooPort``: a real ZooKeeper through kazoo (plus ZooKeeper's
+  multi-read, which kazoo does not expose).
+- ``controller.zk.memory.MemoryZooKeeper``: an in-memory ZooKeeper model (sessions, ephemerals,
+  one-shot watches, versions, czxid, multi) for unit tests and the deterministic simulator.
+
+Everything Kafka-specific (paths, JSON formats, controller fencing) lives one level up, in
+``controller.zk.gateway``, and runs unchanged on both.
+
+Consistency by operation (in the spirit of Patroni's DCS interface):
+
+- ``get`` / ``exists`` / ``get_children``: linearizable per session, may arm a one-shot watch.
+- ``get_many``: a batch of independent reads (ZooKeeper multi-read); no watches; a missing node
+  fails only its own entry.
+- ``multi``: atomic compare-and-set transaction; op failures are *reported*, not raised.
+- ``multi_many``: several independent ``multi`` transactions pipelined; each is atomic.
+- ``create`` / ``set`` / ``delete``: single writes; failures raise ``ZkError`` subclasses.
+
+All methods raise ``ConnectionLossError`` / ``SessionExpiredError`` when ZooKeeper cannot be
+reached within the port's retry deadline.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from controller.zk.errors import ZkError
+
+
+@dataclass(frozen=True, slots=True)
+class ZnodeStat:
+    czxid: int
+    mzxid: int
+    version: int
+    cversion: int
+    ephemeral_owner: int
+    num_children: int
+    data_length: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Create:
+    path: str
+    data: bytes | None = None
+    ephemeral: bool = False
+    sequential: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SetData:
+    path: str
+    data: bytes
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    path: str
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    path: str
+    version: int
+
+
+Op = Create | SetData | Delete | Check
+
+
+@dataclass(frozen=True, slots=True)
+class OpResult:
+    """The outcome of one op of a multi.
+
+    ``error`` is None on success. For a failed multi, the op that failed carries its real
+    error and every other op carries ``RolledBackError``. ``path`` is the created path (for
+    sequential creates), ``stat`` the new stat of a ``SetData``.
+    """
+
+    error: ZkError | None = None
+    path: str | None = None
+    stat: ZnodeStat | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """One entry of a batched read. ``error`` is e.g. ``NoNodeError`` for a missing node."""
+
+    path: str
+    data: bytes | None = None
+    stat: ZnodeStat | None = None
+    error: ZkError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class EventType(enum.Enum):
+    CREATED = "CREATED"
+    DELETED = "DELETED"
+    CHANGED = "CHANGED"
+    CHILD = "CHILD"
+    NONE = "NONE"  # session/connection events delivered to watchers
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: EventType
+    path: str
+
+
+WatchCallback = Callable[[WatchEvent], None]
+
+
+class SessionState(enum.Enum):
+    CONNECTED = "CONNECTED"
+    SUSPENDED = "SUSPENDED"  # connection lost; the session may survive
+    LOST = "LOST"  # session expired or closed; ephemerals are gone
+
+
+SessionListener = Callable[[SessionState], None]
+
+
+class ZkPort(Protocol):
+    """What the controller needs from a ZooKeeper client. Paths are relative to the chroot."""
+
+    @property
+    def session_id(self) -> int | None: ...
+
+    def add_session_listener(self, listener: SessionListener) -> None: ...
+
+    def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, ZnodeStat]: ...
+
+    def exists(self, path: str, watch: WatchCallback | None = None) -> ZnodeStat | None: ...
+
+    def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]: ...
+
+    def get_many(self, paths: Sequence[str]) -> list[ReadResult]: ...
+
+    def multi(self, ops: Sequence[Op]) -> list[OpResult]: ...
+
+    def multi_many(self, transactions: Sequence[Sequence[Op]]) -> list[list[OpResult]]: ...
+
+    def create(
+        self,
+        path: str,
+        data: bytes | None = None,
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        makepath: bool = False,
+    ) -> str: ...
+
+    def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat: ...
+
+    def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None: ...
+
+    def ensure_path(self, path: str) -> None: ...
