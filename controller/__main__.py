@@ -1,0 +1,5 @@
+import sys
+
+from controller.cli.main import main
+
+sys.exit(main())

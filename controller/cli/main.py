@@ -1,0 +1,45 @@
+"""The ``zk-controller`` command. Each subcommand lives in its own module with a ``register``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Subcommand modules, each exposing ``register(subparsers)``. A module that sets
+# ``args.func`` handles its command; ``func`` returns the process exit code.
+COMMAND_MODULES = (
+    "controller.cli.run_cmd",
+    "controller.cli.zookeeper_cmd",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zk-controller",
+        description="A ZooKeeper-backed controller for partitioned, replicated logs.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:  # a real import error inside the module
+                raise
+            continue  # the module has not been written yet
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
