@@ -20,7 +20,13 @@ Consistency by operation (in the spirit of Patroni's DCS interface):
 - ``create`` / ``set`` / ``delete``: single writes; failures raise ``ZkError`` subclasses.
 
 All methods raise ``ConnectionLossError`` / ``SessionExpiredError`` when ZooKeeper cannot be
-reached within the port's retry deadline.
+reached within the port's retry deadline. After a ``ConnectionLossError`` a write's outcome is
+unknown; and a write resent after a connection loss may report ``NodeExistsError`` /
+``BadVersionError`` for its own first attempt (Kafka's ``CheckedEphemeral`` handles this).
+
+Watch callbacks and session listeners run on a client thread (kazoo's) or the in-memory
+dispatcher: they must only enqueue work, never block or call back into ZooKeeper synchronously.
+Watches are one-shot and re-armed by reading; ``get_children`` order is unspecified.
 """
 
 from __future__ import annotations
@@ -111,7 +117,9 @@ class EventType(enum.Enum):
     DELETED = "DELETED"
     CHANGED = "CHANGED"
     CHILD = "CHILD"
-    NONE = "NONE"  # session/connection events delivered to watchers
+    # The connection dropped and this watch is gone (kazoo does not re-send watches on
+    # reconnect), so changes made meanwhile are not reported: re-read (re-arm) once CONNECTED.
+    NONE = "NONE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +146,17 @@ class ZkPort(Protocol):
     @property
     def session_id(self) -> int | None: ...
 
+    def start(self, timeout: float = 15.0) -> None:
+        """Open a session (no-op when connected). Raises ``ConnectionLossError`` on timeout."""
+        ...
+
+    def stop(self) -> None:
+        """Close the session: its ephemerals are deleted and listeners get ``LOST``."""
+        ...
+
     def add_session_listener(self, listener: SessionListener) -> None: ...
+
+    def remove_session_listener(self, listener: SessionListener) -> None: ...
 
     def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, ZnodeStat]: ...
 
