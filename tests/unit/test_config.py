@@ -1,0 +1,329 @@
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from controller.config import (
+    SETTINGS,
+    SETTINGS_BY_NAME,
+    ConfigError,
+    ControllerConfig,
+    HostPort,
+    Setting,
+    add_config_arguments,
+    changed_settings,
+    load_config,
+    load_config_from_args,
+    parse_host_port,
+    parse_zookeeper_connect,
+    render_config_reference,
+    render_effective_config,
+)
+
+REQUIRED_ENV = {"ZKC_CONTROLLER_ID": "1", "ZKC_ZOOKEEPER_CONNECT": "zk1:2181"}
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "controller.toml"
+    path.write_text(text)
+    return path
+
+
+def problems_of(exc: pytest.ExceptionInfo[ConfigError]) -> set[tuple[str, str]]:
+    return {(p.source, p.key) for p in exc.value.problems}
+
+
+def test_table_and_dataclass_agree() -> None:
+    attrs = [f.name for f in dataclasses.fields(ControllerConfig) if f.name != "sources"]
+    assert attrs == [s.attr for s in SETTINGS]
+    assert len(SETTINGS_BY_NAME) == len(SETTINGS)
+    # Nested TOML tables can only express both names if neither is a dotted prefix of the other.
+    names = [s.name for s in SETTINGS]
+    assert not [(a, b) for a in names for b in names if b.startswith(a + ".")]
+
+
+def test_defaults_match_kafka() -> None:
+    cfg = load_config(env=REQUIRED_ENV)
+    assert cfg.zookeeper_session_timeout_ms == 18000
+    assert cfg.zookeeper_connection_timeout_ms == 18000  # null means the session timeout
+    assert cfg.sources["zookeeper.connection.timeout.ms"].startswith("default")
+    assert cfg.zookeeper_max_in_flight_requests == 10
+    assert cfg.auto_leader_rebalance_enable is True
+    assert cfg.leader_imbalance_check_interval_seconds == 300
+    assert cfg.leader_imbalance_per_broker_percentage == 10
+    assert cfg.unclean_leader_election_enable is False
+    assert cfg.delete_topic_enable is True
+    assert cfg.controller_socket_timeout_ms == 30000
+    assert cfg.request_timeout_ms == 30000
+    assert cfg.control_plane_listener_name is None
+    assert cfg.controller_listener_name == "CONTROLLER"
+    assert cfg.broker_listener_name == "CONTROLLER"
+    assert cfg.log_level == "INFO"
+    assert cfg.log_format == "auto"
+    assert cfg.state_change_log_file == Path("state-change.log")
+    assert cfg.embedded_zookeeper_data_dir == Path("var/zookeeper")
+    assert cfg.metrics_listen == HostPort("127.0.0.1", 9309)
+    assert cfg.grpc_listen == HostPort("127.0.0.1", 9095)
+
+
+def test_dynamic_settings_are_marked() -> None:
+    dynamic = {s.name for s in SETTINGS if s.dynamic}
+    assert dynamic == {
+        "log.level",
+        "auto.leader.rebalance.enable",
+        "unclean.leader.election.enable",
+        "leader.imbalance.check.interval.seconds",
+        "leader.imbalance.per.broker.percentage",
+    }
+
+
+def test_precedence_default_file_env_flag_with_sources(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        "controller.id" = 7
+        "zookeeper.connect" = "file-zk:2181/kafka"
+        "zookeeper.session.timeout.ms" = 1000
+        "request.timeout.ms" = 1001
+        "controller.socket.timeout.ms" = 1002
+        """,
+    )
+    env = {"ZKC_REQUEST_TIMEOUT_MS": "2001", "ZKC_CONTROLLER_SOCKET_TIMEOUT_MS": "2002"}
+    flags = {"controller.socket.timeout.ms": "3002"}
+    cfg = load_config(path, env=env, flags=flags)
+
+    assert cfg.zookeeper_max_in_flight_requests == 10  # default only
+    assert cfg.zookeeper_session_timeout_ms == 1000  # file beats default
+    assert cfg.request_timeout_ms == 2001  # env beats file
+    assert cfg.controller_socket_timeout_ms == 3002  # flag beats env and file
+    assert cfg.zookeeper_chroot == "/kafka"
+    assert cfg.zookeeper_hosts == (HostPort("file-zk", 2181),)
+    # The derived connection timeout follows the *effective* session timeout.
+    assert cfg.zookeeper_connection_timeout_ms == 1000
+
+    assert cfg.source("zookeeper.max.in.flight.requests") == "default"
+    assert cfg.source("zookeeper.session.timeout.ms") == f"file {path}"
+    assert cfg.source("request.timeout.ms") == "env ZKC_REQUEST_TIMEOUT_MS"
+    assert cfg.source("controller.socket.timeout.ms") == "flag --controller-socket-timeout-ms"
+
+
+def test_nested_tables_are_accepted(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        controller.id = 3
+        [zookeeper]
+        connect = "a:1,b:2"
+        session.timeout.ms = 6000
+        [leader.imbalance]
+        "per.broker.percentage" = 25
+        """,
+    )
+    cfg = load_config(path, env={})
+    assert cfg.controller_id == 3
+    assert cfg.zookeeper_session_timeout_ms == 6000
+    assert cfg.leader_imbalance_per_broker_percentage == 25
+    assert cfg.zookeeper_hosts == (HostPort("a", 1), HostPort("b", 2))
+
+
+def test_zk_connect_alias_and_zkc_wins() -> None:
+    cfg = load_config(env={"ZKC_CONTROLLER_ID": "0", "ZK_CONNECT": "alias:2181"})
+    assert cfg.zookeeper_connect == "alias:2181"
+    assert cfg.source("zookeeper.connect") == "env ZK_CONNECT"
+    cfg = load_config(
+        env={"ZKC_CONTROLLER_ID": "0", "ZK_CONNECT": "alias:2181", "ZKC_ZOOKEEPER_CONNECT": "z:1"}
+    )
+    assert cfg.zookeeper_connect == "z:1"
+
+
+def test_env_and_flag_parsing_of_types() -> None:
+    env = {
+        **REQUIRED_ENV,
+        "ZKC_AUTO_LEADER_REBALANCE_ENABLE": "off",
+        "ZKC_UNCLEAN_LEADER_ELECTION_ENABLE": "TRUE",
+        "ZKC_LOG_LEVEL": "warn",
+        "ZKC_METRICS_LISTEN": "[::1]:0",
+        "ZKC_CONTROL_PLANE_LISTENER_NAME": "CONTROL_PLANE",
+        "ZKC_LOG_DIR": "/var/log/zkc",
+    }
+    cfg = load_config(env=env, flags={"log.format": "JSON"})
+    assert cfg.auto_leader_rebalance_enable is False
+    assert cfg.unclean_leader_election_enable is True
+    assert cfg.log_level == "WARNING"
+    assert cfg.log_format == "json"
+    assert cfg.metrics_listen == HostPort("::1", 0)
+    assert cfg.broker_listener_name == "CONTROL_PLANE"
+    assert cfg.state_change_log_file == Path("/var/log/zkc/state-change.log")
+
+
+def test_absolute_state_change_log_file_ignores_log_dir() -> None:
+    cfg = load_config(
+        env={**REQUIRED_ENV, "ZKC_LOG_DIR": "/a", "ZKC_STATE_CHANGE_LOG_FILE": "/b/sc.log"}
+    )
+    assert cfg.state_change_log_file == Path("/b/sc.log")
+
+
+def test_every_problem_is_reported_with_its_source(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        "zookeeper.connect" = "zk:2181//bad/"
+        "zookeeper.sesion.timeout.ms" = 1
+        "request.timeout.ms" = "30"
+        "delete.topic.enable" = 1
+        [leader.imbalance]
+        "check.interval.seconds" = 0
+        """,
+    )
+    env = {
+        "ZKC_CONTROLLER_ID": "x",
+        "ZKC_GRPC_LISTEN": "nohost",
+        "ZKC_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE": "101",
+        "ZKC_TYPO": "1",
+    }
+    flags = {"metrics.listen": "host:70000", "log.format": "xml"}
+    with pytest.raises(ConfigError) as exc:
+        load_config(path, env=env, flags=flags)
+    f = f"file {path}"
+    assert problems_of(exc) == {
+        (f, "zookeeper.connect"),
+        (f, "zookeeper.sesion.timeout.ms"),
+        (f, "request.timeout.ms"),
+        (f, "delete.topic.enable"),
+        (f, "leader.imbalance.check.interval.seconds"),
+        ("env ZKC_CONTROLLER_ID", "controller.id"),
+        ("env ZKC_GRPC_LISTEN", "grpc.listen"),
+        (
+            "env ZKC_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE",
+            "leader.imbalance.per.broker.percentage",
+        ),
+        ("env ZKC_TYPO", "ZKC_TYPO"),
+        ("flag --metrics-listen", "metrics.listen"),
+        ("flag --log-format", "log.format"),
+    }
+    text = str(exc.value)
+    assert "11 configuration problem(s)" in text
+    assert "unknown setting" in text
+    assert "below the minimum 1" in text
+    assert "above the maximum 100" in text
+
+
+def test_missing_required_settings() -> None:
+    with pytest.raises(ConfigError) as exc:
+        load_config(env={})
+    assert problems_of(exc) == {("config", "controller.id"), ("config", "zookeeper.connect")}
+    assert "ZKC_CONTROLLER_ID" in str(exc.value) and "--controller-id" in str(exc.value)
+
+
+def test_unreadable_and_invalid_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as exc:
+        load_config(tmp_path / "absent.toml", env=REQUIRED_ENV)
+    assert "cannot read" in str(exc.value)
+    with pytest.raises(ConfigError) as exc:
+        load_config(write(tmp_path, "controller.id = = 1"), env=REQUIRED_ENV)
+    assert "invalid TOML" in str(exc.value)
+
+
+def test_same_listen_address_is_rejected() -> None:
+    env = {**REQUIRED_ENV, "ZKC_GRPC_LISTEN": "127.0.0.1:9000", "ZKC_METRICS_LISTEN": ":9000"}
+    load_config(env=env)  # "" and 127.0.0.1 are different hosts: allowed
+    with pytest.raises(ConfigError) as exc:
+        load_config(env={**env, "ZKC_METRICS_LISTEN": "127.0.0.1:9000"})
+    assert problems_of(exc) == {("env ZKC_METRICS_LISTEN", "metrics.listen")}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("h:1", HostPort("h", 1)),
+        (":0", HostPort("", 0)),
+        ("[fe80::1]:9", HostPort("fe80::1", 9)),
+        ("10.0.0.1:65535", HostPort("10.0.0.1", 65535)),
+    ],
+)
+def test_parse_host_port(text: str, expected: HostPort) -> None:
+    assert parse_host_port(text) == expected
+    assert parse_host_port(str(expected)) == expected
+
+
+@pytest.mark.parametrize("text", ["h", "h:", "h:x", "h:-1", "::1:9", "[::1", "h h:1", "h:65536"])
+def test_parse_host_port_rejects(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_host_port(text)
+
+
+def test_parse_zookeeper_connect() -> None:
+    assert parse_zookeeper_connect("a,b:2182/x/y") == (
+        (HostPort("a", 2181), HostPort("b", 2182)),
+        "/x/y",
+    )
+    assert parse_zookeeper_connect("a:1/") == ((HostPort("a", 1),), None)
+    for bad in ("", "/chroot", "a:1,,b:2", "a:1/x/", "a:0"):
+        with pytest.raises(ValueError):
+            parse_zookeeper_connect(bad)
+
+
+def test_cli_flags_through_argparse(tmp_path: Path) -> None:
+    path = write(tmp_path, '"controller.id" = 4\n"zookeeper.connect" = "f:1"\n')
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser)
+    args = parser.parse_args(
+        ["--config", str(path), "--zookeeper-connect", "flag:2181", "--log-level", "debug"]
+    )
+    cfg = load_config_from_args(args, env={"ZKC_ZOOKEEPER_CONNECT": "env:2181"})
+    assert cfg.controller_id == 4
+    assert cfg.zookeeper_connect == "flag:2181"
+    assert cfg.log_level == "DEBUG"
+    assert cfg.source("log.level") == "flag --log-level"
+
+
+def test_render_effective_config_is_toml_with_sources(tmp_path: Path) -> None:
+    cfg = load_config(
+        write(tmp_path, '"controller.id" = 2\n'),
+        env={"ZKC_ZOOKEEPER_CONNECT": "zk:2181", "ZKC_LOG_DIR": "/logs"},
+        flags={"auto.leader.rebalance.enable": "false"},
+    )
+    text = render_effective_config(cfg)
+    lines = {line.split()[0].lstrip("#"): line for line in text.splitlines()}
+    assert lines["controller.id"].endswith(f"# file {tmp_path / 'controller.toml'}")
+    assert lines["auto.leader.rebalance.enable"].endswith("# flag --auto-leader-rebalance-enable")
+    assert lines["request.timeout.ms"].endswith("# default")
+    assert "control.plane.listener.name is unset" in text
+    # Round trip: the rendering loads back to the same configuration.
+    reparsed = tomllib.loads(text)
+    assert reparsed["controller"]["id"] == 2
+    again = load_config(write(tmp_path, text), env={})
+    assert again == cfg
+    assert changed_settings(cfg, again) == ()
+
+
+def test_changed_settings() -> None:
+    a = load_config(env=REQUIRED_ENV)
+    b = load_config(env={**REQUIRED_ENV, "ZKC_LOG_LEVEL": "DEBUG", "ZKC_DELETE_TOPIC_ENABLE": "0"})
+    changed = changed_settings(a, b)
+    assert {s.name for s in changed} == {"log.level", "delete.topic.enable"}
+    assert [s.dynamic for s in changed] == [False, True]  # table order: delete.topic first
+
+
+def test_markdown_reference_lists_every_setting() -> None:
+    text = render_config_reference()
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert len(rows) == len(SETTINGS)
+    for s, row in zip(SETTINGS, rows, strict=True):
+        assert row.startswith(f"| `{s.name}` |")
+        assert f"`{s.env}`" in row and f"`{s.flag}`" in row
+    assert "| `zookeeper.session.timeout.ms` | int (1..) | `18000` | no | yes |" in text
+
+
+@pytest.mark.parametrize(
+    "setting", [s for s in SETTINGS if s.default is not None], ids=lambda s: s.name
+)
+def test_defaults_have_the_parsed_type(setting: Setting) -> None:
+    # A default must look exactly like a parsed value, or defaults and overrides differ in type.
+    parsed = setting.coerce(str(setting.default), textual=True)
+    assert parsed == setting.default
+    assert type(parsed) is type(setting.default)
