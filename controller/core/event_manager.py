@@ -1,0 +1,169 @@
+"""The controller event manager (Kafka's ``ControllerEventManager``).
+
+One thread, ``controller-event-thread``, takes events from a FIFO and hands them to the
+processor one at a time, so handlers never run concurrently and always see a consistent
+``ControllerContext``. ZooKeeper watch callbacks, session listeners, timers, RPC handlers and
+broker-response callbacks only *enqueue*.
+
+``clear_and_put`` drops every queued event (calling ``preempt`` on each, so callers waiting on
+a callback get NOT_CONTROLLER) and queues one event; it is used for session expiry and shutdown.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Protocol
+
+import structlog
+
+from controller.core.controller_state import ControllerState
+from controller.core.events import ControllerEvent, ShutdownEventThread
+
+log = structlog.get_logger("controller.event_manager")
+
+
+class EventProcessor(Protocol):
+    def process(self, event: ControllerEvent) -> None: ...
+
+    def preempt(self, event: ControllerEvent) -> None: ...
+
+
+class QueuedEvent:
+    """An event in the queue: processed or preempted exactly once (the ``spent`` flag)."""
+
+    __slots__ = ("_lock", "_spent", "enqueue_time", "event", "processing_started")
+
+    def __init__(self, event: ControllerEvent, enqueue_time: float) -> None:
+        self.event = event
+        self.enqueue_time = enqueue_time
+        self.processing_started = threading.Event()
+        self._spent = False
+        self._lock = threading.Lock()
+
+    def _claim(self) -> bool:
+        with self._lock:
+            if self._spent:
+                return False
+            self._spent = True
+            return True
+
+    def process(self, processor: EventProcessor) -> bool:
+        if not self._claim():
+            return False
+        self.processing_started.set()
+        processor.process(self.event)
+        return True
+
+    def preempt(self, processor: EventProcessor) -> None:
+        if self._claim():
+            processor.preempt(self.event)
+
+    def await_processing(self, timeout: float | None = None) -> bool:
+        return self.processing_started.wait(timeout)
+
+
+QueueTimeObserver = Callable[[float], None]
+ProcessingObserver = Callable[[ControllerState, float, ControllerEvent], None]
+
+
+class ControllerEventManager:
+    """A FIFO of controller events drained by one daemon thread."""
+
+    def __init__(
+        self,
+        processor: EventProcessor,
+        *,
+        on_queue_time: QueueTimeObserver | None = None,
+        on_processed: ProcessingObserver | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        thread_name: str = "controller-event-thread",
+    ) -> None:
+        self._processor = processor
+        self._on_queue_time = on_queue_time
+        self._on_processed = on_processed
+        self._clock = clock
+        self._queue: deque[QueuedEvent] = deque()
+        # One condition guards the queue; Kafka's putLock is the same lock here, which keeps
+        # clear_and_put atomic with respect to put.
+        self._cond = threading.Condition()
+        self._state = ControllerState.Idle
+        self._running = False
+        self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
+
+    # -- producer side (any thread) ------------------------------------------------------
+
+    def put(self, event: ControllerEvent) -> QueuedEvent:
+        queued = QueuedEvent(event, self._clock())
+        with self._cond:
+            self._queue.append(queued)
+            self._cond.notify()
+        return queued
+
+    def clear_and_put(self, event: ControllerEvent) -> QueuedEvent:
+        """Preempt everything queued (in FIFO order, on the caller's thread), then queue."""
+        with self._cond:
+            drained = list(self._queue)
+            self._queue.clear()
+            for queued in drained:
+                try:
+                    queued.preempt(self._processor)
+                except Exception:
+                    log.exception("preempting event failed", event=queued.event.name)
+            return self.put(event)
+
+    @property
+    def state(self) -> ControllerState:
+        return self._state
+
+    def queue_size(self) -> int:
+        return len(self._queue)
+
+    def is_event_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._running = True
+        self._thread.start()
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Preempt queued events, stop the thread after its current event, and wait for it."""
+        self._running = False
+        self.clear_and_put(ShutdownEventThread())
+        if self._thread.is_alive() and not self.is_event_thread():
+            self._thread.join(timeout)
+
+    # -- the event thread ----------------------------------------------------------------
+
+    def _take(self) -> QueuedEvent:
+        with self._cond:
+            while not self._queue:
+                self._cond.wait()
+            return self._queue.popleft()
+
+    def _run(self) -> None:
+        while True:
+            queued = self._take()
+            event = queued.event
+            if isinstance(event, ShutdownEventThread):
+                if not self._running:
+                    return
+                continue
+            self._state = event.state
+            started = self._clock()
+            if self._on_queue_time is not None:
+                self._on_queue_time(started - queued.enqueue_time)
+            try:
+                queued.process(self._processor)
+            except Exception:
+                # The processor logs and handles its own errors; this is the last line of
+                # defence so that one bad event never stops the controller.
+                log.exception("uncaught error processing event", event=event.name)
+            finally:
+                if self._on_processed is not None:
+                    self._on_processed(event.state, self._clock() - started, event)
+                self._state = ControllerState.Idle

@@ -1,0 +1,94 @@
+"""Kafka's watch model on top of one-shot ZooKeeper watches (reference §1.1).
+
+Handlers are registered per path in a registry. Registering does not set a ZooKeeper watch;
+a watch is armed as a side effect of a read, and only when a handler is registered for that
+path at the time of the read. When a watch fires, the handler registered *now* is called; if it
+was unregistered meanwhile, the event is dropped. Handlers only enqueue controller events, so
+they are called on the ZooKeeper client's thread and must not block.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from controller.zk.port import EventType, WatchCallback, WatchEvent
+
+
+@dataclass(frozen=True, slots=True)
+class ZNodeChangeHandler:
+    """Creation, deletion and data change of one znode (``exists``/``get`` arm it)."""
+
+    path: str
+    on_creation: Callable[[], None] | None = None
+    on_deletion: Callable[[], None] | None = None
+    on_data_change: Callable[[], None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ZNodeChildChangeHandler:
+    """Children of one znode (``get_children`` arms it)."""
+
+    path: str
+    on_child_change: Callable[[], None]
+
+
+class WatchRegistry:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._change: dict[str, ZNodeChangeHandler] = {}
+        self._child: dict[str, ZNodeChildChangeHandler] = {}
+
+    def register_change(self, handler: ZNodeChangeHandler) -> None:
+        with self._lock:
+            self._change[handler.path] = handler
+
+    def unregister_change(self, path: str) -> None:
+        with self._lock:
+            self._change.pop(path, None)
+
+    def register_child(self, handler: ZNodeChildChangeHandler) -> None:
+        with self._lock:
+            self._child[handler.path] = handler
+
+    def unregister_child(self, path: str) -> None:
+        with self._lock:
+            self._child.pop(path, None)
+
+    def has_change(self, path: str) -> bool:
+        return path in self._change
+
+    def has_child(self, path: str) -> bool:
+        return path in self._child
+
+    def clear(self) -> None:
+        with self._lock:
+            self._change.clear()
+            self._child.clear()
+
+    def data_watcher(self, path: str) -> WatchCallback | None:
+        """The callback to pass to a data read of ``path``, or None when nobody listens."""
+        return self._on_data_event if path in self._change else None
+
+    def child_watcher(self, path: str) -> WatchCallback | None:
+        return self._on_child_event if path in self._child else None
+
+    def _on_data_event(self, event: WatchEvent) -> None:
+        handler = self._change.get(event.path)
+        if handler is None:
+            return
+        callback = {
+            EventType.CREATED: handler.on_creation,
+            EventType.DELETED: handler.on_deletion,
+            EventType.CHANGED: handler.on_data_change,
+        }.get(event.type)
+        if callback is not None:
+            callback()
+
+    def _on_child_event(self, event: WatchEvent) -> None:
+        if event.type is not EventType.CHILD:
+            return  # NONE (connection) events; a deleted parent is handled by its own watch
+        handler = self._child.get(event.path)
+        if handler is not None:
+            handler.on_child_change()
