@@ -111,7 +111,7 @@ class ControllerEventManager:
                 try:
                     queued.preempt(self._processor)
                 except Exception:
-                    log.exception("preempting event failed", event=queued.event.name)
+                    log.exception("preempting event failed", controller_event=queued.event.name)
             return self.put(event)
 
     @property
@@ -162,7 +162,7 @@ class ControllerEventManager:
             except Exception:
                 # The processor logs and handles its own errors; this is the last line of
                 # defence so that one bad event never stops the controller.
-                log.exception("uncaught error processing event", event=event.name)
+                log.exception("uncaught error processing event", controller_event=event.name)
             finally:
                 if self._on_processed is not None:
                     self._on_processed(event.state, self._clock() - started, event)
