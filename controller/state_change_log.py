@@ -1,0 +1,334 @@
+"""The state-change log: one JSON line per partition, replica or controller transition.
+
+This is Kafka's ``state.change.logger`` as data. The line schema is the input contract of the
+analytics (Spark) pipeline, so it is fixed: every line has every key below, in this order.
+
+=================  =====================================================================
+``ts``             ISO-8601 UTC with microseconds, ``2026-11-22T10:15:30.123456Z``
+``seq``            int, strictly increasing within one controller process (ties on ``ts``)
+``controller_id``  int
+``controller_epoch``  int, or null before the first ``set_epoch``
+``kind``           ``partition`` | ``replica`` | ``controller``
+``topic``          string; null for ``controller`` lines
+``partition``      int; null for ``controller`` lines
+``replica``        int for ``replica`` lines, else null
+``from_state``     Kafka state name (``OfflinePartition``, ``OnlineReplica``...) or null
+``to_state``       Kafka state name; ``elected`` | ``ready`` | ``resigned`` for ``controller``
+``leader``         int or null (null when the transition carries no leadership)
+``leader_epoch``   int or null
+``isr``            list of int, or null (as for ``leader``)
+``election``       ``offline`` | ``offline_unclean`` | ``reassign`` | ``preferred`` |
+                   ``controlled_shutdown`` | null
+``event``          name of the controller event being processed, or null
+``result``         ``ok`` | ``invalid`` | ``failed``
+``error``          string or null
+=================  =====================================================================
+
+Cost matters: a failover moves 100K partitions through here. Lines are built with one
+f-string (no dict, no ``json.dumps`` of a whole record), kept in memory and written in large
+chunks; the event thread calls ``flush()`` at the end of each event.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json.encoder
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from enum import Enum
+from pathlib import Path
+from typing import IO, Protocol
+
+import structlog
+
+from controller.core.model import TopicPartition
+
+log = structlog.stdlib.get_logger("controller.state_change_log")
+
+FIELDS: tuple[str, ...] = (
+    "ts", "seq", "controller_id", "controller_epoch", "kind", "topic", "partition", "replica",
+    "from_state", "to_state", "leader", "leader_epoch", "isr", "election", "event", "result",
+    "error",
+)  # fmt: skip
+ELECTIONS = frozenset(
+    {"offline", "offline_unclean", "reassign", "preferred", "controlled_shutdown"}
+)
+RESULTS = frozenset({"ok", "invalid", "failed"})
+CONTROLLER_STATES = frozenset({"elected", "ready", "resigned"})
+
+# The C string encoder json.dumps uses; it quotes and escapes one string, nothing else.
+_quote: Callable[[str], str] = json.encoder.encode_basestring_ascii
+
+# Process-wide, so seq keeps increasing even if the log object is rebuilt (new election).
+_SEQ = itertools.count(1)
+
+# Buffered lines before an intermediate write, bounding memory during a huge event.
+_MAX_BUFFERED_LINES = 10_000
+
+State = str | Enum | None
+
+
+def _state(value: State) -> str:
+    if value is None:
+        return "null"
+    return _quote(value if isinstance(value, str) else value.name)
+
+
+def _int(value: int | None) -> str:
+    return "null" if value is None else f"{value:d}"
+
+
+def _isr(isr: Iterable[int] | None) -> str:
+    return "null" if isr is None else "[" + ",".join([f"{r:d}" for r in isr]) + "]"
+
+
+def _check(value: str | None, allowed: frozenset[str], what: str) -> str:
+    if value is None:
+        return "null"
+    if value not in allowed:
+        raise ValueError(f"{what} must be one of {sorted(allowed)}, got {value!r}")
+    return f'"{value}"'
+
+
+class StateChangeRecorder(Protocol):
+    """What the controller needs; ``StateChangeLog`` and ``NullStateChangeLog`` provide it."""
+
+    def set_epoch(self, epoch: int) -> None: ...
+    def set_event(self, name: str | None) -> None: ...
+    def partition(
+        self, tp: TopicPartition, from_state: State, to_state: State, *,
+        leader: int | None = None, leader_epoch: int | None = None,
+        isr: Iterable[int] | None = None, election: str | None = None,
+        result: str = "ok", error: str | None = None,
+    ) -> None: ...  # fmt: skip
+    def replica(
+        self, tp: TopicPartition, replica: int, from_state: State, to_state: State, *,
+        leader: int | None = None, leader_epoch: int | None = None,
+        isr: Iterable[int] | None = None, result: str = "ok", error: str | None = None,
+    ) -> None: ...  # fmt: skip
+    def controller(self, to_state: str, *, error: str | None = None) -> None: ...
+    def flush(self) -> None: ...
+    def reopen(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class StateChangeLog:
+    """Writes state-change JSON lines to a file (owned, reopenable) or a stream (borrowed).
+
+    Only the controller event thread should record and flush; ``close()`` and ``reopen()``
+    may come from any thread. Lines recorded after ``close()`` (or racing with it) are
+    dropped.
+    """
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | IO[str],
+        controller_id: int,
+        *,
+        clock_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self._path: Path | None = None
+        self._stream: IO[str]
+        if isinstance(target, (str, os.PathLike)):
+            self._path = Path(target)
+            self._stream = self._open()
+        else:
+            self._stream = target
+        self._controller_id = controller_id
+        self._clock_ns = clock_ns
+        self._lock = threading.Lock()  # guards the stream, not the buffer
+        self._buffer: list[str] = []
+        self._closed = False
+        self._event = "null"
+        self._second = -1
+        self._second_text = ""
+        self.write_errors = 0
+        self.set_epoch(None)
+
+    def _open(self) -> IO[str]:
+        assert self._path is not None
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        return open(self._path, "a", encoding="utf-8", buffering=1 << 16)
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- context set by the event thread ---------------------------------------------------
+
+    def set_epoch(self, epoch: int | None) -> None:
+        # The constant middle of every line, rebuilt only when the epoch changes.
+        common = f'"controller_id":{self._controller_id:d},"controller_epoch":{_int(epoch)},'
+        self._head_partition = common + '"kind":"partition",'
+        self._head_replica = common + '"kind":"replica",'
+        self._head_controller = common + '"kind":"controller",'
+
+    def set_event(self, name: str | None) -> None:
+        self._event = "null" if name is None else _quote(name)
+
+    # -- records ---------------------------------------------------------------------------
+
+    def _ts(self) -> str:
+        second, nanos = divmod(self._clock_ns(), 1_000_000_000)
+        if second != self._second:  # strftime once per second, not once per line
+            self._second = second
+            self._second_text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        return f"{self._second_text}.{nanos // 1000:06d}Z"
+
+    def partition(
+        self, tp: TopicPartition, from_state: State, to_state: State, *,
+        leader: int | None = None, leader_epoch: int | None = None,
+        isr: Iterable[int] | None = None, election: str | None = None,
+        result: str = "ok", error: str | None = None,
+    ) -> None:  # fmt: skip
+        if self._closed:
+            return
+        topic, partition = tp
+        self._buffer.append(
+            f'{{"ts":"{self._ts()}","seq":{next(_SEQ)},{self._head_partition}'
+            f'"topic":{_quote(topic)},"partition":{partition:d},"replica":null,'
+            f'"from_state":{_state(from_state)},"to_state":{_state(to_state)},'
+            f'"leader":{_int(leader)},"leader_epoch":{_int(leader_epoch)},"isr":{_isr(isr)},'
+            f'"election":{_check(election, ELECTIONS, "election")},"event":{self._event},'
+            f'"result":{_check(result, RESULTS, "result")},'
+            f'"error":{"null" if error is None else _quote(error)}}}\n'
+        )
+        if len(self._buffer) >= _MAX_BUFFERED_LINES:
+            self._write_buffer()
+
+    def replica(
+        self, tp: TopicPartition, replica: int, from_state: State, to_state: State, *,
+        leader: int | None = None, leader_epoch: int | None = None,
+        isr: Iterable[int] | None = None, result: str = "ok", error: str | None = None,
+    ) -> None:  # fmt: skip
+        if self._closed:
+            return
+        topic, partition = tp
+        self._buffer.append(
+            f'{{"ts":"{self._ts()}","seq":{next(_SEQ)},{self._head_replica}'
+            f'"topic":{_quote(topic)},"partition":{partition:d},"replica":{replica:d},'
+            f'"from_state":{_state(from_state)},"to_state":{_state(to_state)},'
+            f'"leader":{_int(leader)},"leader_epoch":{_int(leader_epoch)},"isr":{_isr(isr)},'
+            f'"election":null,"event":{self._event},'
+            f'"result":{_check(result, RESULTS, "result")},'
+            f'"error":{"null" if error is None else _quote(error)}}}\n'
+        )
+        if len(self._buffer) >= _MAX_BUFFERED_LINES:
+            self._write_buffer()
+
+    def controller(self, to_state: str, *, error: str | None = None) -> None:
+        """Record this controller's own transition (elected, ready, resigned)."""
+        if self._closed:
+            return
+        self._buffer.append(
+            f'{{"ts":"{self._ts()}","seq":{next(_SEQ)},{self._head_controller}'
+            f'"topic":null,"partition":null,"replica":null,"from_state":null,'
+            f'"to_state":{_check(to_state, CONTROLLER_STATES, "controller state")},'
+            f'"leader":null,"leader_epoch":null,"isr":null,"election":null,'
+            f'"event":{self._event},"result":"ok",'
+            f'"error":{"null" if error is None else _quote(error)}}}\n'
+        )
+
+    # -- output ----------------------------------------------------------------------------
+
+    def _write_buffer(self) -> None:
+        with self._lock:
+            self._write_locked()
+
+    def _write_locked(self) -> None:
+        if not self._buffer or self._closed:
+            return
+        # Swap first: the event thread may keep appending to the new list meanwhile.
+        lines, self._buffer = self._buffer, []
+        try:
+            self._stream.write("".join(lines))
+        except (OSError, ValueError) as exc:
+            # A full disk must not stop the controller; say so loudly and drop the lines.
+            self.write_errors += 1
+            log.error("state-change log write failed", error=str(exc), lines_lost=len(lines))
+
+    def flush(self) -> None:
+        """Write everything recorded so far and flush it to the OS (end of each event)."""
+        with self._lock:
+            self._write_locked()
+            if not self._closed:
+                try:
+                    self._stream.flush()
+                except (OSError, ValueError) as exc:
+                    self.write_errors += 1
+                    log.error("state-change log flush failed", error=str(exc))
+
+    def reopen(self) -> None:
+        """Reopen the path (after logrotate moved the file). No-op for streams.
+
+        Safe from any thread: lines still buffered in memory are left for the event thread's
+        next ``flush()`` and go to the new file; only the stream is swapped.
+        """
+        with self._lock:
+            if self._path is None or self._closed:
+                return
+            old, self._stream = self._stream, self._open()
+            try:
+                old.close()  # writes out what earlier flushes handed to it
+            except (OSError, ValueError) as exc:
+                self.write_errors += 1
+                log.error("state-change log close failed", error=str(exc))
+
+    def close(self) -> None:
+        """Flush and close (a borrowed stream is flushed, not closed). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._write_locked()
+            self._closed = True
+            try:
+                if self._path is not None:
+                    self._stream.close()
+                else:
+                    self._stream.flush()
+            except (OSError, ValueError) as exc:
+                log.error("state-change log close failed", error=str(exc))
+
+    def __enter__(self) -> StateChangeLog:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class NullStateChangeLog:
+    """Records nothing; for tests and tools that run controller logic without a log."""
+
+    def set_epoch(self, epoch: int | None) -> None:
+        pass
+
+    def set_event(self, name: str | None) -> None:
+        pass
+
+    def partition(
+        self, tp: TopicPartition, from_state: State, to_state: State, **_: object
+    ) -> None:
+        pass
+
+    def replica(
+        self, tp: TopicPartition, replica: int, from_state: State, to_state: State, **_: object
+    ) -> None:
+        pass
+
+    def controller(self, to_state: str, *, error: str | None = None) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def reopen(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

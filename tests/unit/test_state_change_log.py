@@ -1,0 +1,252 @@
+from __future__ import annotations
+
+import io
+import json
+import re
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.core.model import PartitionState, ReplicaState, TopicPartition
+from controller.state_change_log import (
+    FIELDS,
+    NullStateChangeLog,
+    StateChangeLog,
+    StateChangeRecorder,
+)
+
+TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+TP = TopicPartition("orders", 3)
+
+
+def records(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def check_schema(rec: dict[str, Any]) -> None:
+    """The Spark pipeline's contract: every key, in order, with its type."""
+    assert tuple(rec) == FIELDS
+    assert TS.fullmatch(rec["ts"])
+    assert type(rec["seq"]) is int
+    assert type(rec["controller_id"]) is int
+    assert rec["controller_epoch"] is None or type(rec["controller_epoch"]) is int
+    assert rec["kind"] in ("partition", "replica", "controller")
+    assert rec["result"] in ("ok", "invalid", "failed")
+    assert rec["error"] is None or isinstance(rec["error"], str)
+    assert rec["event"] is None or isinstance(rec["event"], str)
+    assert rec["election"] in (
+        None, "offline", "offline_unclean", "reassign", "preferred", "controlled_shutdown",
+    )  # fmt: skip
+    for key in ("leader", "leader_epoch"):
+        assert rec[key] is None or type(rec[key]) is int
+    assert rec["isr"] is None or all(type(r) is int for r in rec["isr"])
+    if rec["kind"] == "controller":
+        assert rec["to_state"] in ("elected", "ready", "resigned")
+        assert rec["topic"] is rec["partition"] is rec["replica"] is None
+        assert rec["from_state"] is None
+    else:
+        assert isinstance(rec["topic"], str) and type(rec["partition"]) is int
+        assert isinstance(rec["to_state"], str)
+        assert (type(rec["replica"]) is int) == (rec["kind"] == "replica")
+
+
+def test_every_line_follows_the_schema(tmp_path: Path) -> None:
+    path = tmp_path / "logs" / "state-change.log"  # parent created on open
+    with StateChangeLog(path, controller_id=7) as log:
+        log.controller("elected")  # before the epoch is known
+        log.set_epoch(12)
+        log.set_event("BrokerChange")
+        log.partition(TP, PartitionState.OnlinePartition, PartitionState.OfflinePartition)
+        log.partition(
+            TP, "OfflinePartition", "OnlinePartition",
+            leader=2, leader_epoch=5, isr=[2, 1], election="offline_unclean",
+        )  # fmt: skip
+        log.replica(TP, 4, ReplicaState.OnlineReplica, ReplicaState.OfflineReplica,
+                    leader=2, leader_epoch=6, isr=(2,))  # fmt: skip
+        log.set_event(None)
+        log.partition(TopicPartition("t", 0), PartitionState.NewPartition,
+                      PartitionState.OnlinePartition, result="failed",
+                      error='ZooKeeper said "no"\nretrying')  # fmt: skip
+        log.controller("resigned")
+
+    recs = records(path.read_text())
+    assert len(recs) == 6
+    for rec in recs:
+        check_schema(rec)
+    seqs = [r["seq"] for r in recs]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+
+    elected, offline, online, replica, failed, resigned = recs
+    assert elected["controller_epoch"] is None and elected["to_state"] == "elected"
+    assert offline == {**offline, "controller_id": 7, "controller_epoch": 12, "kind": "partition",
+                       "topic": "orders", "partition": 3, "replica": None,
+                       "from_state": "OnlinePartition", "to_state": "OfflinePartition",
+                       "leader": None, "isr": None, "election": None, "event": "BrokerChange",
+                       "result": "ok", "error": None}  # fmt: skip
+    assert (online["leader"], online["leader_epoch"], online["isr"]) == (2, 5, [2, 1])
+    assert online["election"] == "offline_unclean"
+    assert replica["kind"] == "replica" and replica["replica"] == 4
+    assert (replica["from_state"], replica["to_state"]) == ("OnlineReplica", "OfflineReplica")
+    assert replica["election"] is None
+    assert failed["event"] is None and failed["result"] == "failed"
+    assert failed["error"] == 'ZooKeeper said "no"\nretrying'
+    assert resigned["kind"] == "controller" and resigned["controller_epoch"] == 12
+
+
+def test_timestamp_is_utc_with_microseconds() -> None:
+    instant = datetime(2026, 11, 22, 10, 15, 30, 123456, tzinfo=UTC)
+    ns = int(instant.timestamp()) * 1_000_000_000 + 123_456_789
+    out = io.StringIO()
+    log = StateChangeLog(out, 1, clock_ns=lambda: ns)
+    log.partition(TP, None, PartitionState.NewPartition)
+    log.flush()
+    assert records(out.getvalue())[0]["ts"] == "2026-11-22T10:15:30.123456Z"
+
+
+def test_topic_names_and_errors_are_escaped() -> None:
+    out = io.StringIO()
+    log = StateChangeLog(out, 1)
+    log.set_event('odd "event"')
+    log.partition(TopicPartition('we"ird\\tö', 0), None, "NewPartition", error="\u2603")
+    log.flush()
+    (rec,) = records(out.getvalue())
+    assert rec["topic"] == 'we"ird\\tö'
+    assert rec["event"] == 'odd "event"'
+    assert rec["error"] == "\u2603"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"election": "random"},
+        {"result": "maybe"},
+    ],
+)
+def test_values_outside_the_contract_are_rejected(bad: dict[str, str]) -> None:
+    log = StateChangeLog(io.StringIO(), 1)
+    with pytest.raises(ValueError):
+        log.partition(TP, None, "NewPartition", **bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        log.controller("promoted")
+    with pytest.raises(ValueError):
+        log.replica(TP, 1, None, "NewReplica", result="maybe")
+
+
+def test_lines_are_buffered_until_flush(tmp_path: Path) -> None:
+    path = tmp_path / "sc.log"
+    log = StateChangeLog(path, 1)
+    log.partition(TP, None, "NewPartition")
+    assert path.read_text() == ""
+    log.flush()
+    assert len(records(path.read_text())) == 1
+    log.close()
+
+
+def test_reopen_after_rotation(tmp_path: Path) -> None:
+    path = tmp_path / "sc.log"
+    log = StateChangeLog(path, 1)
+    log.partition(TP, None, "NewPartition")
+    log.flush()
+    path.rename(tmp_path / "sc.log.1")
+    log.partition(TP, "NewPartition", "OnlinePartition")  # buffered, not yet flushed
+    reopener = threading.Thread(target=log.reopen)  # SIGHUP handling may run off-thread
+    reopener.start()
+    reopener.join()
+    log.partition(TP, "OnlinePartition", "OfflinePartition")
+    log.close()
+    rotated = records((tmp_path / "sc.log.1").read_text())
+    current = records(path.read_text())
+    assert [r["to_state"] for r in rotated] == ["NewPartition"]
+    # Lines still in memory at the reopen land in the new file; none is lost.
+    assert [r["to_state"] for r in current] == ["OnlinePartition", "OfflinePartition"]
+
+
+def test_close_is_idempotent_drops_later_lines_and_keeps_borrowed_streams_open() -> None:
+    out = io.StringIO()
+    log = StateChangeLog(out, 1)
+    log.partition(TP, None, "NewPartition")
+    log.close()
+    log.close()
+    log.partition(TP, "NewPartition", "OnlinePartition")
+    log.flush()
+    assert log.closed and not out.closed
+    assert len(records(out.getvalue())) == 1
+
+
+def test_close_from_another_thread_while_writing(tmp_path: Path) -> None:
+    path = tmp_path / "sc.log"
+    log = StateChangeLog(path, 1)
+    errors: list[BaseException] = []
+    started = threading.Event()
+
+    def event_thread() -> None:
+        try:
+            for i in range(200_000):
+                log.partition(TopicPartition("t", i), "OfflinePartition", "OnlinePartition")
+                if i % 1000 == 0:
+                    started.set()
+                    log.flush()
+        except BaseException as exc:  # pragma: no cover - the failure being tested for
+            errors.append(exc)
+
+    writer = threading.Thread(target=event_thread)
+    writer.start()
+    started.wait(10)
+    log.close()
+    writer.join()
+    assert errors == []
+    recs = records(path.read_text())  # every line complete and valid
+    assert recs and [r["partition"] for r in recs] == list(range(len(recs)))
+    assert log.write_errors == 0
+
+
+def test_write_failures_do_not_raise() -> None:
+    class FullDisk(io.StringIO):
+        def write(self, s: str) -> int:
+            raise OSError(28, "No space left on device")
+
+    log = StateChangeLog(FullDisk(), 1)
+    log.partition(TP, None, "NewPartition")
+    log.flush()
+    assert log.write_errors == 1
+    log.partition(TP, None, "NewPartition")
+    log.close()
+    assert log.write_errors == 2
+
+
+def test_throughput_smoke_100k_lines(tmp_path: Path) -> None:
+    path = tmp_path / "sc.log"
+    log = StateChangeLog(path, 1)
+    log.set_epoch(3)
+    log.set_event("ControllerChange")
+    for i in range(100_000):
+        log.partition(
+            TopicPartition(f"topic-{i % 500}", i // 500), PartitionState.OfflinePartition,
+            PartitionState.OnlinePartition, leader=i % 5, leader_epoch=1, isr=(i % 5, 1, 2),
+            election="offline",
+        )  # fmt: skip
+    log.close()
+    with path.open() as f:
+        lines = f.readlines()
+    assert len(lines) == 100_000
+    first, last = json.loads(lines[0]), json.loads(lines[-1])
+    check_schema(first)
+    check_schema(last)
+    assert last["seq"] - first["seq"] == 99_999
+    assert last["topic"] == "topic-499" and last["partition"] == 199
+
+
+def test_null_log_satisfies_the_protocol() -> None:
+    sinks: list[StateChangeRecorder] = [NullStateChangeLog(), StateChangeLog(io.StringIO(), 1)]
+    for sink in sinks:
+        sink.set_epoch(1)
+        sink.set_event("X")
+        sink.partition(TP, None, "NewPartition", leader=1, election="offline")
+        sink.replica(TP, 1, None, "NewReplica", isr=[1])
+        sink.controller("ready")
+        sink.flush()
+        sink.reopen()
+        sink.close()
