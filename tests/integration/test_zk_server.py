@@ -1,0 +1,268 @@
+"""The real-ZooKeeper tiers and the fixtures built on them (controller.zk.server)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient, KazooState
+from kazoo.retry import KazooRetry
+
+from controller.zk.server import (
+    MIN_SESSION_TIMEOUT_MS,
+    ExternalZooKeeper,
+    LocalEnsemble,
+    LocalZooKeeper,
+    ZooKeeperHandle,
+    ZooKeeperUnavailable,
+    docker_problem,
+    four_letter_word,
+    resolve_zookeeper,
+    zookeeper_classpath,
+    zookeeper_jar,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextlib.contextmanager
+def kazoo_client(hosts: str, session_timeout: float = 6.0) -> Iterator[KazooClient]:
+    client = KazooClient(
+        hosts=hosts,
+        timeout=session_timeout,
+        connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
+        command_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0, deadline=30.0),
+    )
+    client.start(timeout=20)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
+        time.sleep(0.05)
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Hex local addresses of LISTEN sockets on ``port`` (Linux /proc/net/tcp{,6})."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                address, port_hex = fields[1].rsplit(":", 1)
+                if fields[3] == "0A" and int(port_hex, 16) == port:
+                    found.add(address)
+    return found
+
+
+# --- the local server -----------------------------------------------------------------------
+
+
+def test_local_server_answers_binds_loopback_and_restarts(zk_standalone: LocalZooKeeper) -> None:
+    zk = zk_standalone
+    assert zk.ruok()
+    assert zk.mode() == "standalone"
+    assert zk.startup_seconds is not None and zk.startup_seconds < 30
+    assert listening_addresses(zk.port) == {"0100007F"}  # 127.0.0.1 only, never 0.0.0.0
+    assert "Mode: standalone" in four_letter_word(zk.host, zk.port, "srvr")
+    with kazoo_client(zk.hosts) as client:
+        client.create("/survives-restart", b"v1")
+
+    zk.stop()
+    assert not zk.running and not zk.ruok(timeout=0.5)
+    assert zk.log_path.is_file()  # kept for post-mortems
+
+    zk.start()
+    assert zk.ruok()
+    with kazoo_client(zk.hosts) as client:
+        assert client.get("/survives-restart")[0] == b"v1"
+
+
+def test_close_kills_the_jvm_and_removes_its_temp_dir(zk_standalone: LocalZooKeeper) -> None:
+    pid, work_dir = zk_standalone.pid, zk_standalone.work_dir
+    assert pid is not None and work_dir.is_dir()
+    zk_standalone.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert not work_dir.exists()
+
+
+def test_session_timeout_is_clamped_to_the_server_minimum(
+    zk_standalone: LocalZooKeeper, caplog: pytest.LogCaptureFixture
+) -> None:
+    logger = logging.getLogger("tests.zk_server.negotiation")
+    with caplog.at_level(5, logger=logger.name):  # kazoo logs the negotiation at BLATHER (5)
+        client = KazooClient(hosts=zk_standalone.hosts, timeout=0.2, logger=logger)
+        client.start(timeout=20)
+        client.stop()
+        client.close()
+    negotiated = re.search(r"negotiated session timeout: (\d+)", caplog.text)
+    assert negotiated is not None, caplog.text
+    assert int(negotiated.group(1)) == MIN_SESSION_TIMEOUT_MS
+
+
+def test_freeze_suspends_clients_and_thaw_recovers(zk_standalone: LocalZooKeeper) -> None:
+    states: list[KazooState] = []
+    with kazoo_client(zk_standalone.hosts, session_timeout=6.0) as client:
+        client.add_listener(states.append)
+        client.create("/before-freeze", b"x")
+
+        zk_standalone.freeze()
+        assert zk_standalone.frozen
+        assert not zk_standalone.ruok(timeout=0.5)
+        wait_for(lambda: KazooState.SUSPENDED in states, 20, "the client to notice the outage")
+
+        zk_standalone.thaw()
+        wait_for(lambda: client.state == KazooState.CONNECTED, 30, "the client to reconnect")
+        assert zk_standalone.ruok()
+        assert client.exists("/before-freeze") is not None
+
+
+# --- fixtures: shared server, per-test chroot ---------------------------------------------------
+
+
+def test_zk_connect_is_a_private_existing_chroot(
+    zk_server: ZooKeeperHandle, zk_connect: str
+) -> None:
+    hosts_and_base = f"{zk_server.hosts}{zk_server.chroot}/zkc-"
+    assert zk_connect.startswith(hosts_and_base)
+    chroot = zk_connect[len(zk_server.hosts) :]
+    with kazoo_client(zk_connect) as client:
+        client.create("/brokers/ids/0", b"{}", makepath=True)
+        assert client.get_children("/") == ["brokers"]
+    with kazoo_client(zk_server.hosts) as root:
+        assert root.exists(f"{chroot}/brokers/ids/0") is not None
+
+
+# --- the ensemble -------------------------------------------------------------------------------
+
+
+def test_ensemble_elects_a_leader_and_survives_losing_a_follower(
+    zk_ensemble: LocalEnsemble,
+) -> None:
+    leader = zk_ensemble.leader_index()
+    assert leader is not None
+    assert sorted(m or "" for m in zk_ensemble.modes()) == ["follower", "follower", "leader"]
+    assert zk_ensemble.hosts.count(",") == 2
+    follower = (leader + 1) % 3
+
+    with kazoo_client(zk_ensemble.hosts) as client:
+        client.create("/before", b"1")
+        zk_ensemble.stop(follower)
+        assert zk_ensemble.wait_for_quorum(timeout=30) == leader
+        client.create("/after", b"2")  # a majority (2 of 3) still commits writes
+
+        zk_ensemble.start(follower)
+        assert zk_ensemble.modes()[follower] == "follower"
+    with kazoo_client(zk_ensemble.node_hosts(follower)) as client:
+        client.sync("/")
+        assert client.exists("/after") is not None  # the restarted node caught up
+
+
+def test_ensemble_elects_a_new_leader_when_the_leader_stops(zk_ensemble: LocalEnsemble) -> None:
+    old_leader = zk_ensemble.wait_for_quorum()
+    zk_ensemble.stop(old_leader)
+    new_leader = zk_ensemble.wait_for_quorum(timeout=30)
+    assert new_leader != old_leader
+    with kazoo_client(zk_ensemble.hosts) as client:
+        client.create("/after-failover", b"ok")
+
+
+def test_frozen_ensemble_node_reports_no_mode(zk_ensemble: LocalEnsemble) -> None:
+    zk_ensemble.freeze(0)
+    try:
+        assert zk_ensemble.modes()[0] is None
+        assert zk_ensemble.wait_for_quorum(timeout=30) is not None
+    finally:
+        zk_ensemble.thaw(0)
+    wait_for(lambda: zk_ensemble.modes()[0] in ("leader", "follower"), 30, "node 0 to serve")
+
+
+# --- the command ----------------------------------------------------------------------------
+
+
+def test_zookeeper_start_command_serves_until_sigterm(
+    zk_local_install: Path, free_port: Callable[[], int]
+) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "controller", "zookeeper", "start", "--port", str(port)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(proc.stdout, selectors.EVENT_READ)
+            assert selector.select(timeout=60), "no connect string within 60 s"
+        assert proc.stdout.readline().strip() == f"127.0.0.1:{port}"
+        assert four_letter_word("127.0.0.1", port, "ruok") == "imok"
+
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    jvm_pid = int(re.search(r"pid (\d+)", stderr).group(1))  # type: ignore[union-attr]
+    with pytest.raises(ProcessLookupError):
+        os.kill(jvm_pid, 0)
+    assert listening_addresses(port) == set()  # nothing listens on the port any more
+
+
+# --- tier resolution (no server needed) -----------------------------------------------------
+
+
+def test_zk_connect_env_wins_and_starts_nothing() -> None:
+    server = resolve_zookeeper(env={"ZK_CONNECT": "zk1:2181,zk2:2181/kafka"}, allow_docker=False)
+    assert isinstance(server, ExternalZooKeeper)
+    assert (server.tier, server.hosts, server.chroot) == ("external", "zk1:2181,zk2:2181", "/kafka")
+    server.close()
+
+
+def test_missing_java_names_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java on PATH
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(ZooKeeperUnavailable) as excinfo:
+        resolve_zookeeper(env={}, allow_docker=False)
+    message = str(excinfo.value)
+    assert "apt-get install zookeeper" in message
+    assert "java" in message
+    server = LocalZooKeeper()
+    try:
+        with pytest.raises(ZooKeeperUnavailable, match="apt-get install zookeeper"):
+            server.start()
+    finally:
+        server.close()
+
+
+def test_zookeeper_classpath_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZOOKEEPER_CLASSPATH", "/opt/zk/lib/a.jar:/opt/zk/zookeeper-3.8.4.jar")
+    assert zookeeper_classpath() == "/opt/zk/lib/a.jar:/opt/zk/zookeeper-3.8.4.jar"
+    assert zookeeper_jar() == Path("/opt/zk/zookeeper-3.8.4.jar")
+
+
+def test_docker_probe_reports_instead_of_raising() -> None:
+    problem = docker_problem()
+    assert problem is None or isinstance(problem, str)
