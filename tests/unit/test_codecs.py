@@ -1,0 +1,1002 @@
+"""Kafka's znode formats (reference §1.4): exact bytes, round trips, old versions, strictness."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.core.model import (
+    Broker,
+    EndPoint,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    LeaderRecoveryState,
+    ReplicaAssignment,
+    TopicAssignment,
+    TopicPartition,
+)
+from controller.zk import codecs, paths
+from controller.zk.errors import MalformedZnodeError
+
+# The reference's examples, verbatim (§1.4).
+REF_CONTROLLER_V1 = b'{"version":1,"brokerid":3,"timestamp":"1700000000000"}'
+REF_CONTROLLER_V2 = (
+    b'{"version":2,"brokerid":3,"timestamp":"1700000000000","kraftControllerEpoch":-1}'
+)
+REF_BROKER = b"""{"version":5,"host":"h1","port":9092,"jmx_port":-1,"timestamp":"1700000000000",
+ "endpoints":["PLAINTEXT://h1:9092","CONTROLLER://h1:9093"],
+ "listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT","CONTROLLER":"PLAINTEXT"},
+ "rack":"rack-a",
+ "features":{"some.feature":{"min_version":1,"max_version":3}}}"""
+REF_TOPIC = b"""{"version":3,
+ "topic_id":"pL9sH1X2QfGkT4a1b2c3dA",
+ "partitions":{"0":[1,2,3],"1":[2,3,1]},
+ "adding_replicas":{"0":[4]},
+ "removing_replicas":{"0":[1]}}"""
+REF_STATE = b'{"controller_epoch":7,"leader":1,"version":1,"leader_epoch":4,"isr":[1,3,2]}'
+REF_REASSIGN = b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,5,6]}]}'
+REF_PREFERRED = b'{"version":1,"partitions":[{"topic":"t","partition":0}]}'
+REF_ISR_CHANGE = (
+    b'{"version":1,"partitions":[{"topic":"t","partition":0},{"topic":"u","partition":3}]}'
+)
+REF_LOG_DIR = b'{"version":1,"broker":3,"event":1}'
+REF_TOPIC_CONFIG = b'{"version":1,"config":{"unclean.leader.election.enable":"true"}}'
+REF_FEATURE = b'{"version":2,"status":1,"features":{"feature.x":{"max_version_level":3}}}'
+REF_PID_BLOCK = b'{"version":1,"broker":2,"block_start":"5000","block_end":"5999"}'
+
+TOPIC_ID = "pL9sH1X2QfGkT4a1b2c3dA"
+STATE_PATH = paths.partition_state_path("t", 0)
+
+
+def assert_same_json(encoded: bytes, expected: bytes) -> None:
+    """Same document, and written with Jackson's compact separators."""
+    assert json.loads(encoded) == json.loads(expected)
+    assert encoded == json.dumps(json.loads(encoded), separators=(",", ":")).encode()
+
+
+def ref_broker_registration() -> codecs.BrokerRegistration:
+    return codecs.BrokerRegistration(
+        broker_id=1,
+        endpoints=(
+            EndPoint("PLAINTEXT", "h1", 9092, "PLAINTEXT"),
+            EndPoint("CONTROLLER", "h1", 9093, "PLAINTEXT"),
+        ),
+        rack="rack-a",
+        jmx_port=-1,
+        timestamp_ms=1700000000000,
+        features={"some.feature": (1, 3)},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Exact output against the reference's examples
+
+
+class TestEncodeMatchesReference:
+    def test_controller(self) -> None:
+        assert codecs.encode_controller(3, 1700000000000) == REF_CONTROLLER_V1
+        assert codecs.encode_controller(3, 1700000000000, version=2) == REF_CONTROLLER_V2
+
+    def test_controller_epoch_is_a_bare_decimal(self) -> None:
+        assert codecs.encode_controller_epoch(5) == b"5"
+        assert codecs.encode_controller_epoch(0) == b"0"
+
+    def test_broker(self) -> None:
+        encoded = codecs.encode_broker_registration(ref_broker_registration())
+        assert_same_json(encoded, REF_BROKER)
+        assert encoded == json.dumps(json.loads(REF_BROKER), separators=(",", ":")).encode()
+
+    def test_topic(self) -> None:
+        assignment = TopicAssignment(
+            "t",
+            TOPIC_ID,
+            {0: ReplicaAssignment((1, 2, 3), (4,), (1,)), 1: ReplicaAssignment((2, 3, 1))},
+        )
+        encoded = codecs.encode_topic_assignment(assignment)
+        assert encoded == json.dumps(json.loads(REF_TOPIC), separators=(",", ":")).encode()
+
+    def test_partition_state(self) -> None:
+        state = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 4, (1, 3, 2), partition_epoch=9), 7)
+        assert codecs.encode_partition_state(state) == REF_STATE
+
+    def test_reassignment(self) -> None:
+        encoded = codecs.encode_reassignment({TopicPartition("t", 0): [4, 5, 6]})
+        assert encoded == REF_REASSIGN
+
+    def test_preferred_replica_election(self) -> None:
+        encoded = codecs.encode_preferred_replica_election([TopicPartition("t", 0)])
+        assert encoded == REF_PREFERRED
+
+    def test_isr_change(self) -> None:
+        tps = [TopicPartition("t", 0), TopicPartition("u", 3)]
+        assert codecs.encode_isr_change_notification(tps) == REF_ISR_CHANGE
+
+    def test_log_dir_event(self) -> None:
+        assert codecs.encode_log_dir_event(3) == REF_LOG_DIR
+
+    def test_topic_config(self) -> None:
+        encoded = codecs.encode_topic_config({"unclean.leader.election.enable": "true"})
+        assert encoded == REF_TOPIC_CONFIG
+
+    def test_feature(self) -> None:
+        node = codecs.FeatureZNode(2, codecs.FEATURE_STATUS_ENABLED, {"feature.x": (3, 3)})
+        assert codecs.encode_feature_znode(node) == REF_FEATURE
+
+    def test_producer_id_block(self) -> None:
+        encoded = codecs.encode_producer_id_block(codecs.ProducerIdBlock(2, 5000, 5999))
+        assert encoded == REF_PID_BLOCK
+
+
+class TestEncodeDetails:
+    def test_state_writes_recovery_state_only_when_recovering(self) -> None:
+        recovering = LeaderAndIsr(1, 4, (1,), LeaderRecoveryState.RECOVERING)
+        doc = json.loads(codecs.encode_partition_state(LeaderIsrAndControllerEpoch(recovering, 7)))
+        assert doc["leader_recovery_state"] == 1
+        recovered = LeaderAndIsr(1, 4, (1,), LeaderRecoveryState.RECOVERED)
+        doc = json.loads(codecs.encode_partition_state(LeaderIsrAndControllerEpoch(recovered, 7)))
+        assert "leader_recovery_state" not in doc
+
+    def test_state_never_writes_the_partition_epoch(self) -> None:
+        state = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 4, (1,), partition_epoch=55), 7)
+        assert b"55" not in codecs.encode_partition_state(state)
+
+    def test_topic_without_id_or_reassignment(self) -> None:
+        encoded = codecs.encode_topic_assignment(
+            TopicAssignment("t", None, {1: ReplicaAssignment((2,)), 0: ReplicaAssignment((1,))})
+        )
+        # No topic_id; empty adding/removing written as {}; partitions in id order, string keys.
+        assert encoded == (
+            b'{"version":3,"partitions":{"0":[1],"1":[2]},'
+            b'"adding_replicas":{},"removing_replicas":{}}'
+        )
+
+    def test_topic_partitions_sorted_numerically_not_lexically(self) -> None:
+        parts = {p: ReplicaAssignment((0,)) for p in (10, 2, 1)}
+        doc = json.loads(codecs.encode_topic_assignment(TopicAssignment("t", None, parts)))
+        assert list(doc["partitions"]) == ["1", "2", "10"]
+
+    def test_broker_without_plaintext_has_null_host_and_port_minus_one(self) -> None:
+        reg = codecs.BrokerRegistration(1, (EndPoint("SSL", "h", 9093, "SSL"),), None)
+        doc = json.loads(codecs.encode_broker_registration(reg))
+        assert doc["host"] is None and doc["port"] == -1
+        assert "rack" not in doc
+        assert doc["features"] == {}
+
+    def test_broker_top_level_host_is_the_first_plaintext_endpoint(self) -> None:
+        reg = codecs.BrokerRegistration(
+            1,
+            (
+                EndPoint("SSL", "s", 1, "SSL"),
+                EndPoint("INTERNAL", "i", 2, "PLAINTEXT"),
+                EndPoint("PLAINTEXT", "p", 3, "PLAINTEXT"),
+            ),
+        )
+        doc = json.loads(codecs.encode_broker_registration(reg))
+        assert (doc["host"], doc["port"]) == ("i", 2)
+
+    def test_broker_ipv6_endpoint_is_bracketed(self) -> None:
+        reg = codecs.BrokerRegistration(1, (EndPoint("PLAINTEXT", "::1", 9092),))
+        doc = json.loads(codecs.encode_broker_registration(reg))
+        assert doc["endpoints"] == ["PLAINTEXT://[::1]:9092"]
+        assert codecs.decode_broker(1, codecs.encode_broker_registration(reg)).endpoints[
+            0
+        ].host == ("::1")
+
+    @pytest.mark.parametrize(
+        ("version", "keys"),
+        [
+            (2, {"version", "host", "port", "jmx_port", "timestamp", "endpoints"}),
+            (3, {"version", "host", "port", "jmx_port", "timestamp", "endpoints", "rack"}),
+            (
+                4,
+                {"version", "host", "port", "jmx_port", "timestamp", "endpoints", "rack"}
+                | {"listener_security_protocol_map"},
+            ),
+        ],
+    )
+    def test_broker_fields_by_version(self, version: int, keys: set[str]) -> None:
+        reg = codecs.BrokerRegistration(
+            1, (EndPoint("PLAINTEXT", "h", 9092),), "r", version=version
+        )
+        assert set(json.loads(codecs.encode_broker_registration(reg))) == keys
+
+    def test_non_ascii_is_raw_utf8_like_jackson(self) -> None:
+        encoded = codecs.encode_topic_config({"k": "é"})
+        assert "é".encode() in encoded and b"\\u" not in encoded
+
+    def test_feature_v1_writes_min_and_max(self) -> None:
+        node = codecs.FeatureZNode(1, 1, {"f": (2, 2)})
+        assert json.loads(codecs.encode_feature_znode(node))["features"] == {
+            "f": {"min_version_level": 2, "max_version_level": 2}
+        }
+
+    def test_preferred_election_encoding_drops_duplicates(self) -> None:
+        tp = TopicPartition("t", 0)
+        data = codecs.encode_preferred_replica_election([tp, tp])
+        assert codecs.decode_preferred_replica_election(data) == {tp}
+
+
+# --------------------------------------------------------------------------------------------
+# Decoding the reference's examples verbatim, and older versions
+
+
+class TestDecodeReference:
+    def test_controller(self) -> None:
+        assert codecs.decode_controller(REF_CONTROLLER_V1) == 3
+        full = codecs.decode_controller_full(REF_CONTROLLER_V2)
+        assert full == codecs.ControllerRegistration(2, 3, 1700000000000, -1)
+
+    def test_controller_v2_written_by_a_kraft_controller_still_decodes(self) -> None:
+        data = b'{"version":2,"brokerid":3000,"timestamp":"1","kraftControllerEpoch":12}'
+        assert codecs.decode_controller(data) == 3000
+        assert codecs.decode_controller_full(data).kraft_controller_epoch == 12
+
+    def test_controller_epoch(self) -> None:
+        assert codecs.decode_controller_epoch(b"5") == 5
+        assert codecs.decode_controller_epoch(b"2147483647") == 2**31 - 1
+
+    def test_broker(self) -> None:
+        reg = codecs.decode_broker_registration(1, REF_BROKER)
+        assert reg == ref_broker_registration()
+        assert codecs.decode_broker(1, REF_BROKER) == Broker(
+            1, reg.endpoints, "rack-a", {"some.feature": (1, 3)}
+        )
+
+    def test_topic(self) -> None:
+        assert codecs.decode_topic_assignment("t", REF_TOPIC) == TopicAssignment(
+            "t",
+            TOPIC_ID,
+            {0: ReplicaAssignment((1, 2, 3), (4,), (1,)), 1: ReplicaAssignment((2, 3, 1))},
+        )
+
+    def test_partition_state_takes_the_epoch_from_the_zk_version(self) -> None:
+        state = codecs.decode_partition_state(REF_STATE, 9, STATE_PATH)
+        assert state == LeaderIsrAndControllerEpoch(
+            LeaderAndIsr(1, 4, (1, 3, 2), LeaderRecoveryState.RECOVERED, 9), 7
+        )
+
+    def test_partition_state_recovering_and_no_leader(self) -> None:
+        data = b'{"controller_epoch":7,"leader":-1,"version":1,"leader_epoch":4,"isr":[1],'
+        data += b'"leader_recovery_state":1}'
+        lai = codecs.decode_partition_state(data, 0, STATE_PATH).leader_and_isr
+        assert (lai.leader, lai.leader_recovery_state) == (-1, LeaderRecoveryState.RECOVERING)
+
+    def test_admin_and_notifications(self) -> None:
+        assert codecs.decode_reassignment(REF_REASSIGN) == {TopicPartition("t", 0): (4, 5, 6)}
+        assert codecs.decode_preferred_replica_election(REF_PREFERRED) == {TopicPartition("t", 0)}
+        assert codecs.decode_isr_change_notification(REF_ISR_CHANGE, paths.isr_change_path(42)) == {
+            TopicPartition("t", 0),
+            TopicPartition("u", 3),
+        }
+        assert codecs.decode_log_dir_event(REF_LOG_DIR, paths.log_dir_event_path(7)) == 3
+
+    def test_topic_config(self) -> None:
+        path = paths.topic_config_path("t")
+        config = codecs.decode_topic_config(REF_TOPIC_CONFIG, path)
+        assert config == {"unclean.leader.election.enable": "true"}
+
+    def test_feature(self) -> None:
+        node = codecs.decode_feature_znode(REF_FEATURE)
+        assert node == codecs.FeatureZNode(2, 1, {"feature.x": (3, 3)})
+        assert node.levels() == {"feature.x": 3}
+        v1 = b'{"version":1,"status":0,"features":{"f":'
+        v1 += b'{"min_version_level":1,"max_version_level":2}}}'
+        assert codecs.decode_feature_znode(v1) == codecs.FeatureZNode(1, 0, {"f": (1, 2)})
+        assert codecs.decode_feature_znode(b'{"version":2,"status":1,"features":{}}').features == {}
+
+    def test_producer_id_block(self) -> None:
+        block = codecs.decode_producer_id_block(REF_PID_BLOCK)
+        assert block == codecs.ProducerIdBlock(2, 5000, 5999)
+        assert block is not None and block.size == codecs.PRODUCER_ID_BLOCK_SIZE
+
+    @pytest.mark.parametrize("empty", [None, b""])
+    def test_producer_id_block_absent_before_first_allocation(self, empty: bytes | None) -> None:
+        # Kafka creates the znode empty at startup (PersistentZkPaths): no block allocated yet.
+        assert codecs.decode_producer_id_block(empty) is None
+
+
+class TestDecodeOlderVersions:
+    def test_topic_v1_has_only_partitions(self) -> None:
+        data = b'{"version":1,"partitions":{"0":[1,2],"1":[2,1]}}'
+        got = codecs.decode_topic_assignment("t", data)
+        assert got == TopicAssignment(
+            "t", None, {0: ReplicaAssignment((1, 2)), 1: ReplicaAssignment((2, 1))}
+        )
+
+    def test_topic_v2_has_no_topic_id(self) -> None:
+        data = (
+            b'{"version":2,"partitions":{"0":[4,1,2]},'
+            b'"adding_replicas":{"0":[4]},"removing_replicas":{"0":[2]}}'
+        )
+        got = codecs.decode_topic_assignment("t", data)
+        assert got.topic_id is None
+        assert got.partitions[0] == ReplicaAssignment((4, 1, 2), (4,), (2,))
+
+    def test_broker_v1_is_one_plaintext_endpoint(self) -> None:
+        data = (
+            b'{"version":1,"host":"localhost","port":9092,"jmx_port":9999,"timestamp":"2233345666"}'
+        )
+        reg = codecs.decode_broker_registration(0, data)
+        assert reg.endpoints == (EndPoint("PLAINTEXT", "localhost", 9092, "PLAINTEXT"),)
+        assert (reg.jmx_port, reg.timestamp_ms, reg.rack) == (9999, 2233345666, None)
+
+    def test_broker_v2_takes_the_protocol_from_the_listener_name(self) -> None:
+        data = (
+            b'{"version":2,"host":"localhost","port":9092,"jmx_port":9999,'
+            b'"timestamp":"2233345666","endpoints":["PLAINTEXT://host1:9092","SSL://host1:9093"]}'
+        )
+        broker = codecs.decode_broker(1, data)
+        assert broker.endpoints == (
+            EndPoint("PLAINTEXT", "host1", 9092, "PLAINTEXT"),
+            EndPoint("SSL", "host1", 9093, "SSL"),
+        )
+        assert broker.features == {}
+
+    def test_broker_v2_with_only_host_and_port(self) -> None:
+        data = b'{"version":2,"host":"h","port":9092,"jmx_port":-1,"timestamp":"1"}'
+        assert codecs.decode_broker(1, data).endpoints == (EndPoint("PLAINTEXT", "h", 9092),)
+
+    def test_broker_v4_custom_listeners_and_rack(self) -> None:
+        data = (
+            b'{"version":4,"host":null,"port":-1,"jmx_port":9999,"timestamp":"2233345666",'
+            b'"endpoints":["CLIENT://host1:9092","REPLICATION://[fe80::1]:9093"],'
+            b'"listener_security_protocol_map":{"CLIENT":"SSL","REPLICATION":"SASL_PLAINTEXT"},'
+            b'"rack":"dc1"}'
+        )
+        broker = codecs.decode_broker(1, data)
+        assert broker.endpoints == (
+            EndPoint("CLIENT", "host1", 9092, "SSL"),
+            EndPoint("REPLICATION", "fe80::1", 9093, "SASL_PLAINTEXT"),
+        )
+        assert broker.rack == "dc1"
+        assert broker.endpoint("REPLICATION") is not None
+
+    def test_topic_semantics_are_not_checked_like_kafka(self) -> None:
+        # Types are strict, reassignment semantics are the controller's business: an empty
+        # replica list, AR/RR outside RS, and AR/RR for unlisted partitions (dropped) all decode.
+        data = (
+            b'{"version":3,"partitions":{"0":[],"1":[1,2]},'
+            b'"adding_replicas":{"1":[9],"7":[1]},"removing_replicas":{"1":[9]}}'
+        )
+        got = codecs.decode_topic_assignment("t", data)
+        assert got.partitions == {
+            0: ReplicaAssignment(()),
+            1: ReplicaAssignment((1, 2), (9,), (9,)),
+        }
+
+    def test_unknown_fields_are_ignored_outside_reassignment(self) -> None:
+        data = b'{"version":1,"brokerid":3,"timestamp":"1","extra":{"x":[1]}}'
+        assert codecs.decode_controller(data) == 3
+        feat = b'{"version":5,"host":"h","port":1,"jmx_port":-1,"timestamp":"1","endpoints":[],'
+        feat += b'"features":{"f":{"min_version":1,"first_active_version":2,"max_version":3}}}'
+        assert codecs.decode_broker(1, feat).features == {"f": (1, 3)}
+
+
+# --------------------------------------------------------------------------------------------
+# Round trips (hypothesis)
+
+broker_ids = st.integers(0, 2**31 - 1)
+topics = st.text(alphabet="abcXYZ019._-", min_size=1, max_size=20).filter(
+    lambda t: t not in (".", "..")
+)
+tps = st.builds(TopicPartition, topics, st.integers(0, 2**31 - 1))
+distinct_ids = st.lists(broker_ids, unique=True, max_size=6).map(tuple)
+epochs = st.integers(0, 2**31 - 1)
+topic_ids = st.text(
+    alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+    min_size=22,
+    max_size=22,
+)
+
+
+@st.composite
+def replica_assignments(draw: st.DrawFn) -> ReplicaAssignment:
+    replicas = draw(st.lists(broker_ids, unique=True, max_size=8))
+    adding = [r for r in replicas if draw(st.booleans())]
+    removing = [r for r in replicas if r not in adding and draw(st.booleans())]
+    return ReplicaAssignment(tuple(replicas), tuple(adding), tuple(removing))
+
+
+@st.composite
+def endpoint_lists(draw: st.DrawFn) -> tuple[EndPoint, ...]:
+    names = draw(
+        st.lists(
+            st.sampled_from(["PLAINTEXT", "SSL", "INTERNAL", "CONTROLLER", "X_1"]),
+            unique=True,
+            max_size=4,
+        )
+    )
+    hosts = st.sampled_from(["h1", "broker-1.example.com", "10.0.0.1", "::1", "fe80::1%eth0", ""])
+    return tuple(
+        EndPoint(
+            n,
+            draw(hosts),
+            draw(st.integers(0, 65535)),
+            draw(st.sampled_from(sorted(codecs.SECURITY_PROTOCOLS))),
+        )
+        for n in names
+    )
+
+
+features = st.dictionaries(
+    st.text(min_size=1, max_size=10),
+    st.tuples(st.integers(0, 100), st.integers(0, 100)).map(lambda t: (min(t), max(t))),
+    max_size=3,
+)
+
+
+class TestRoundTrips:
+    @given(broker_ids, st.integers(0, 2**63 - 1), st.sampled_from([1, 2]), st.integers(-1, 99))
+    def test_controller(self, broker: int, ts: int, version: int, kraft: int) -> None:
+        data = codecs.encode_controller(broker, ts, version=version, kraft_controller_epoch=kraft)
+        full = codecs.decode_controller_full(data)
+        assert (full.broker_id, full.timestamp_ms, full.version) == (broker, ts, version)
+        assert full.kraft_controller_epoch == (kraft if version == 2 else -1)
+
+    @given(epochs)
+    def test_controller_epoch(self, epoch: int) -> None:
+        assert codecs.decode_controller_epoch(codecs.encode_controller_epoch(epoch)) == epoch
+
+    @given(
+        broker_ids,
+        endpoint_lists(),
+        st.none() | st.text(max_size=10),
+        st.integers(-1, 65535),
+        st.integers(0, 2**63 - 1),
+        features,
+    )
+    def test_broker_v5(
+        self,
+        broker: int,
+        endpoints: tuple[EndPoint, ...],
+        rack: str | None,
+        jmx: int,
+        ts: int,
+        feats: dict[str, tuple[int, int]],
+    ) -> None:
+        reg = codecs.BrokerRegistration(broker, endpoints, rack, jmx, ts, feats)
+        assert (
+            codecs.decode_broker_registration(broker, codecs.encode_broker_registration(reg)) == reg
+        )
+
+    @given(
+        st.one_of(st.none(), topic_ids),
+        st.dictionaries(st.integers(0, 2**31 - 1), replica_assignments(), max_size=10),
+    )
+    def test_topic(self, topic_id: str | None, parts: dict[int, ReplicaAssignment]) -> None:
+        assignment = TopicAssignment("t", topic_id, parts)
+        assert (
+            codecs.decode_topic_assignment("t", codecs.encode_topic_assignment(assignment))
+            == assignment
+        )
+
+    @given(
+        st.integers(-1, 2**31 - 1),
+        epochs,
+        distinct_ids,
+        st.sampled_from(LeaderRecoveryState),
+        epochs,
+        st.integers(0, 2**31 - 1),
+    )
+    def test_partition_state(
+        self,
+        leader: int,
+        leader_epoch: int,
+        isr: tuple[int, ...],
+        recovery: LeaderRecoveryState,
+        controller_epoch: int,
+        zk_version: int,
+    ) -> None:
+        state = LeaderIsrAndControllerEpoch(
+            LeaderAndIsr(leader, leader_epoch, isr, recovery, zk_version), controller_epoch
+        )
+        data = codecs.encode_partition_state(state)
+        assert codecs.decode_partition_state(data, zk_version, STATE_PATH) == state
+
+    @given(st.dictionaries(tps, st.lists(broker_ids, unique=True, min_size=1).map(tuple)))
+    def test_reassignment(self, reassignment: dict[TopicPartition, tuple[int, ...]]) -> None:
+        data = codecs.encode_reassignment(reassignment)
+        assert codecs.decode_reassignment(data) == reassignment
+
+    @given(st.sets(tps))
+    def test_partition_sets(self, partitions: set[TopicPartition]) -> None:
+        data = codecs.encode_preferred_replica_election(partitions)
+        assert codecs.decode_preferred_replica_election(data) == partitions
+        data = codecs.encode_isr_change_notification(partitions)
+        assert codecs.decode_isr_change_notification(data, paths.isr_change_path(1)) == partitions
+
+    @given(broker_ids)
+    def test_log_dir_event(self, broker: int) -> None:
+        data = codecs.encode_log_dir_event(broker)
+        assert codecs.decode_log_dir_event(data, paths.log_dir_event_path(1)) == broker
+
+    @given(st.dictionaries(st.text(), st.text()))
+    def test_topic_config(self, config: dict[str, str]) -> None:
+        data = codecs.encode_topic_config(config)
+        assert codecs.decode_topic_config(data, paths.topic_config_path("t")) == config
+
+    @given(st.sampled_from([1, 2]), st.sampled_from([0, 1]), features)
+    def test_feature(self, version: int, status: int, feats: dict[str, tuple[int, int]]) -> None:
+        # Finalized levels start at 1; v2 keeps only the max, so it decodes as (max, max).
+        feats = {k: (max(lo, 1), max(hi, 1)) for k, (lo, hi) in feats.items()}
+        node = codecs.FeatureZNode(version, status, feats)
+        decoded = codecs.decode_feature_znode(codecs.encode_feature_znode(node))
+        expected = feats if version == 1 else {k: (hi, hi) for k, (_, hi) in feats.items()}
+        assert decoded == codecs.FeatureZNode(version, status, expected)
+
+    @given(broker_ids, st.integers(0, 2**62), st.integers(0, 2**62 - 1))  # end <= int64 max
+    def test_producer_id_block(self, broker: int, start: int, length: int) -> None:
+        block = codecs.ProducerIdBlock(broker, start, start + length)
+        assert codecs.decode_producer_id_block(codecs.encode_producer_id_block(block)) == block
+
+
+# --------------------------------------------------------------------------------------------
+# Malformed content: one case per problem; the error names the path and the field
+
+Decoder = Callable[[bytes | None], Any]
+TOPIC_PATH = paths.topic_path("t")
+BROKER_PATH = paths.broker_path(1)
+
+
+def _topic(data: bytes | None) -> Any:
+    return codecs.decode_topic_assignment("t", data)
+
+
+def _state(data: bytes | None) -> Any:
+    return codecs.decode_partition_state(data, 0, STATE_PATH)
+
+
+def _broker(data: bytes | None) -> Any:
+    return codecs.decode_broker(1, data)
+
+
+def _config(data: bytes | None) -> Any:
+    return codecs.decode_topic_config(data, paths.topic_config_path("t"))
+
+
+def _log_dir(data: bytes | None) -> Any:
+    return codecs.decode_log_dir_event(data, paths.log_dir_event_path(7))
+
+
+def _isr(data: bytes | None) -> Any:
+    return codecs.decode_isr_change_notification(data, paths.isr_change_path(42))
+
+
+def state_json(**overrides: object) -> bytes:
+    doc: dict[str, object] = {
+        "controller_epoch": 7,
+        "leader": 1,
+        "version": 1,
+        "leader_epoch": 4,
+        "isr": [1, 3, 2],
+    }
+    doc.update(overrides)
+    return json.dumps({k: v for k, v in doc.items() if v is not ...}).encode()
+
+
+def broker_json(**overrides: object) -> bytes:
+    doc = json.loads(REF_BROKER)
+    doc.update(overrides)
+    return json.dumps({k: v for k, v in doc.items() if v is not ...}).encode()
+
+
+MALFORMED: list[tuple[str, Decoder, bytes | None, str, str]] = [
+    # (case id, decoder, data, expected path, fragment naming the field or problem)
+    ("null data", _state, None, STATE_PATH, "no data"),
+    ("empty data", _topic, b"", TOPIC_PATH, "no data"),
+    ("invalid utf-8", _state, b'{"leader":"\xff"}', STATE_PATH, "invalid UTF-8 at byte 11"),
+    ("invalid json", _topic, b'{"version":3,', TOPIC_PATH, "invalid JSON"),
+    ("NaN is not json", _state, state_json()[:-1] + b',"x":NaN}', STATE_PATH, "NaN"),
+    ("top-level array", _state, b"[1,2]", STATE_PATH, "top level: expected a JSON object"),
+    ("top-level string", codecs.decode_controller, b'"3"', "/controller", "top level"),
+    ("missing leader", _state, state_json(leader=...), STATE_PATH, "'leader'"),
+    ("missing isr", _state, state_json(isr=...), STATE_PATH, "'isr'"),
+    ("missing version", _state, state_json(version=...), STATE_PATH, "'version'"),
+    ("bool is not int", _state, state_json(leader=True), STATE_PATH, "'leader'"),
+    ("bool in isr", _state, state_json(isr=[1, False]), STATE_PATH, "'isr[1]'"),
+    ("float epoch", _state, state_json(leader_epoch=4.0), STATE_PATH, "'leader_epoch'"),
+    ("string epoch", _state, state_json(controller_epoch="7"), STATE_PATH, "'controller_epoch'"),
+    ("int32 overflow", _state, state_json(leader_epoch=2**31), STATE_PATH, "'leader_epoch'"),
+    ("leader below -1", _state, state_json(leader=-2), STATE_PATH, "'leader'"),
+    ("negative isr id", _state, state_json(isr=[1, -3]), STATE_PATH, "'isr[1]'"),
+    ("duplicate isr id", _state, state_json(isr=[1, 3, 1]), STATE_PATH, "duplicate broker id 1"),
+    ("isr not a list", _state, state_json(isr="1,2"), STATE_PATH, "'isr'"),
+    ("unknown version", _state, state_json(version=2), STATE_PATH, "supported version"),
+    (
+        "bad recovery state",
+        _state,
+        state_json(leader_recovery_state=2),
+        STATE_PATH,
+        "'leader_recovery_state'",
+    ),
+    (
+        "oversized payload",
+        _topic,
+        b'{"version":3,"partitions":{},"x":"' + b"a" * codecs.MAX_ZNODE_BYTES + b'"}',
+        TOPIC_PATH,
+        "exceeds MAX_ZNODE_BYTES",
+    ),
+    # /brokers/topics/T
+    ("topic v4", _topic, b'{"version":4,"partitions":{}}', TOPIC_PATH, "'version'"),
+    ("topic no partitions", _topic, b'{"version":3}', TOPIC_PATH, "'partitions'"),
+    (
+        "negative partition",
+        _topic,
+        b'{"version":3,"partitions":{"-1":[1]}}',
+        TOPIC_PATH,
+        "negative partition id -1",
+    ),
+    (
+        "non-integer partition key",
+        _topic,
+        b'{"version":3,"partitions":{"p0":[1]}}',
+        TOPIC_PATH,
+        "partition key 'p0'",
+    ),
+    (
+        "non-canonical partition key",
+        _topic,
+        b'{"version":3,"partitions":{"01":[1]}}',
+        TOPIC_PATH,
+        "partition key '01'",
+    ),
+    (
+        "duplicate replica",
+        _topic,
+        b'{"version":3,"partitions":{"0":[1,2,1]}}',
+        TOPIC_PATH,
+        "'partitions.0'",
+    ),
+    (
+        "negative replica",
+        _topic,
+        b'{"version":3,"partitions":{"0":[1,-2]}}',
+        TOPIC_PATH,
+        "'partitions.0[1]'",
+    ),
+    (
+        "replicas not a list",
+        _topic,
+        b'{"version":3,"partitions":{"0":{"1":2}}}',
+        TOPIC_PATH,
+        "'partitions.0'",
+    ),
+    (
+        "bad topic id",
+        _topic,
+        b'{"version":3,"topic_id":"short","partitions":{}}',
+        TOPIC_PATH,
+        "'topic_id'",
+    ),
+    (
+        "adding not an object",
+        _topic,
+        b'{"version":3,"partitions":{},"adding_replicas":[]}',
+        TOPIC_PATH,
+        "'adding_replicas'",
+    ),
+    # /brokers/ids/N
+    ("broker v6", _broker, broker_json(version=6), BROKER_PATH, "'version'"),
+    ("broker v0", _broker, broker_json(version=0), BROKER_PATH, "'version'"),
+    ("broker no jmx_port", _broker, broker_json(jmx_port=...), BROKER_PATH, "'jmx_port'"),
+    ("broker no endpoints", _broker, broker_json(endpoints=...), BROKER_PATH, "'endpoints'"),
+    (
+        "broker numeric timestamp",
+        _broker,
+        broker_json(timestamp=1700000000000),
+        BROKER_PATH,
+        "'timestamp'",
+    ),
+    (
+        "broker bad endpoint",
+        _broker,
+        broker_json(endpoints=["PLAINTEXT:h1:9092"]),
+        BROKER_PATH,
+        "'endpoints[0]'",
+    ),
+    (
+        "broker bad port",
+        _broker,
+        broker_json(endpoints=["PLAINTEXT://h1:99999"]),
+        BROKER_PATH,
+        "'endpoints[0]'",
+    ),
+    (
+        "listener missing from map",
+        _broker,
+        broker_json(endpoints=["PLAINTEXT://h1:9092", "OTHER://h1:1"]),
+        BROKER_PATH,
+        "listener 'OTHER'",
+    ),
+    (
+        "unknown protocol in map",
+        _broker,
+        broker_json(listener_security_protocol_map={"PLAINTEXT": "TLS"}),
+        BROKER_PATH,
+        "'listener_security_protocol_map.PLAINTEXT'",
+    ),
+    (
+        "duplicate listener",
+        _broker,
+        broker_json(endpoints=["PLAINTEXT://h1:9092", "PLAINTEXT://h2:9092"]),
+        BROKER_PATH,
+        "duplicate listener",
+    ),
+    ("rack not a string", _broker, broker_json(rack=5), BROKER_PATH, "'rack'"),
+    (
+        "feature max below min",
+        _broker,
+        broker_json(features={"f": {"min_version": 3, "max_version": 1}}),
+        BROKER_PATH,
+        "'features.f.max_version'",
+    ),
+    (
+        "v1 without host",
+        _broker,
+        b'{"version":1,"port":9092,"jmx_port":-1,"timestamp":"1"}',
+        BROKER_PATH,
+        "'host'",
+    ),
+    # /controller, /controller_epoch
+    (
+        "controller negative id",
+        codecs.decode_controller,
+        b'{"version":1,"brokerid":-1,"timestamp":"1"}',
+        "/controller",
+        "'brokerid'",
+    ),
+    (
+        "controller missing brokerid",
+        codecs.decode_controller,
+        b'{"version":1,"timestamp":"1"}',
+        "/controller",
+        "'brokerid'",
+    ),
+    (
+        "controller v2 without kraft epoch",
+        codecs.decode_controller,
+        b'{"version":2,"brokerid":1,"timestamp":"1"}',
+        "/controller",
+        "'kraftControllerEpoch'",
+    ),
+    (
+        "controller v3",
+        codecs.decode_controller,
+        b'{"version":3,"brokerid":1,"timestamp":"1"}',
+        "/controller",
+        "'version'",
+    ),
+    ("epoch empty", codecs.decode_controller_epoch, b"", "/controller_epoch", "'epoch'"),
+    ("epoch json", codecs.decode_controller_epoch, b'"5"', "/controller_epoch", "'epoch'"),
+    ("epoch negative", codecs.decode_controller_epoch, b"-1", "/controller_epoch", "'epoch'"),
+    ("epoch newline", codecs.decode_controller_epoch, b"5\n", "/controller_epoch", "'epoch'"),
+    ("epoch int32", codecs.decode_controller_epoch, b"2147483648", "/controller_epoch", "'epoch'"),
+    (
+        "epoch unicode digit",
+        codecs.decode_controller_epoch,
+        "\uff15".encode(),  # FULLWIDTH DIGIT FIVE: a Unicode digit, not an ASCII one
+        "/controller_epoch",
+        "'epoch'",
+    ),
+    # /admin/reassign_partitions (strict)
+    (
+        "reassign empty replicas",
+        codecs.decode_reassignment,
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[]}]}',
+        paths.REASSIGN_PARTITIONS,
+        "'partitions[0].replicas': the replica list is empty",
+    ),
+    (
+        "reassign unknown top-level field",
+        codecs.decode_reassignment,
+        b'{"version":1,"partitions":[],"comment":"x"}',
+        paths.REASSIGN_PARTITIONS,
+        "unknown field(s) ['comment']",
+    ),
+    (
+        "reassign unknown entry field",
+        codecs.decode_reassignment,
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1],"log_dirs":[]}]}',
+        paths.REASSIGN_PARTITIONS,
+        "'partitions[0]': unknown field(s) ['log_dirs']",
+    ),
+    (
+        "reassign duplicate partition",
+        codecs.decode_reassignment,
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1]},'
+        b'{"topic":"t","partition":0,"replicas":[2]}]}',
+        paths.REASSIGN_PARTITIONS,
+        "'partitions[1]': duplicate partition t-0",
+    ),
+    (
+        "reassign duplicate replica",
+        codecs.decode_reassignment,
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,1]}]}',
+        paths.REASSIGN_PARTITIONS,
+        "'partitions[0].replicas'",
+    ),
+    (
+        "reassign negative partition",
+        codecs.decode_reassignment,
+        b'{"version":1,"partitions":[{"topic":"t","partition":-1,"replicas":[1]}]}',
+        paths.REASSIGN_PARTITIONS,
+        "'partitions[0].partition'",
+    ),
+    (
+        "reassign missing version",
+        codecs.decode_reassignment,
+        b'{"partitions":[]}',
+        paths.REASSIGN_PARTITIONS,
+        "'version'",
+    ),
+    # /admin/preferred_replica_election
+    (
+        "preferred duplicate",
+        codecs.decode_preferred_replica_election,
+        b'{"version":1,"partitions":[{"topic":"t","partition":0},{"topic":"t","partition":0}]}',
+        paths.PREFERRED_REPLICA_ELECTION,
+        "'partitions[1]': duplicate partition t-0",
+    ),
+    (
+        "preferred illegal topic",
+        codecs.decode_preferred_replica_election,
+        b'{"version":1,"partitions":[{"topic":"a/b","partition":0}]}',
+        paths.PREFERRED_REPLICA_ELECTION,
+        "'partitions[0].topic'",
+    ),
+    (
+        "preferred entry not an object",
+        codecs.decode_preferred_replica_election,
+        b'{"version":1,"partitions":["t-0"]}',
+        paths.PREFERRED_REPLICA_ELECTION,
+        "'partitions[0]'",
+    ),
+    # notifications
+    (
+        "isr change missing partitions",
+        _isr,
+        b'{"version":1}',
+        paths.isr_change_path(42),
+        "'partitions'",
+    ),
+    (
+        "isr change partition as string",
+        _isr,
+        b'{"version":1,"partitions":[{"topic":"t","partition":"0"}]}',
+        paths.isr_change_path(42),
+        "'partitions[0].partition'",
+    ),
+    (
+        "log dir negative broker",
+        _log_dir,
+        b'{"version":1,"broker":-3,"event":1}',
+        paths.log_dir_event_path(7),
+        "'broker'",
+    ),
+    (
+        "log dir unknown event",
+        _log_dir,
+        b'{"version":1,"broker":3,"event":2}',
+        paths.log_dir_event_path(7),
+        "'event'",
+    ),
+    # /config/topics/T
+    (
+        "config non-string value",
+        _config,
+        b'{"version":1,"config":{"retention.ms":1000}}',
+        paths.topic_config_path("t"),
+        "'config.retention.ms'",
+    ),
+    (
+        "config bool value",
+        _config,
+        b'{"version":1,"config":{"unclean.leader.election.enable":true}}',
+        paths.topic_config_path("t"),
+        "'config.unclean.leader.election.enable'",
+    ),
+    ("config missing", _config, b'{"version":1}', paths.topic_config_path("t"), "'config'"),
+    # /feature
+    (
+        "feature bad status",
+        codecs.decode_feature_znode,
+        b'{"version":2,"status":2,"features":{}}',
+        paths.FEATURE,
+        "'status'",
+    ),
+    (
+        "feature v1 without min",
+        codecs.decode_feature_znode,
+        b'{"version":1,"status":1,"features":{"f":{"max_version_level":1}}}',
+        paths.FEATURE,
+        "'features.f.min_version_level'",
+    ),
+    (
+        "feature level zero",
+        codecs.decode_feature_znode,
+        b'{"version":2,"status":1,"features":{"f":{"max_version_level":0}}}',
+        paths.FEATURE,
+        "'features.f.max_version_level'",
+    ),
+    (
+        "feature missing features",
+        codecs.decode_feature_znode,
+        b'{"version":2,"status":1}',
+        paths.FEATURE,
+        "'features'",
+    ),
+    # /latest_producer_id_block
+    (
+        "pid numeric start",
+        codecs.decode_producer_id_block,
+        b'{"version":1,"broker":2,"block_start":5000,"block_end":"5999"}',
+        paths.LATEST_PRODUCER_ID_BLOCK,
+        "'block_start'",
+    ),
+    (
+        "pid end before start",
+        codecs.decode_producer_id_block,
+        b'{"version":1,"broker":2,"block_start":"5000","block_end":"4999"}',
+        paths.LATEST_PRODUCER_ID_BLOCK,
+        "'block_end'",
+    ),
+    (
+        "pid beyond int64",
+        codecs.decode_producer_id_block,
+        b'{"version":1,"broker":2,"block_start":"0","block_end":"9223372036854775808"}',
+        paths.LATEST_PRODUCER_ID_BLOCK,
+        "'block_end'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("decoder", "data", "path", "fragment"),
+    [case[1:] for case in MALFORMED],
+    ids=[case[0] for case in MALFORMED],
+)
+def test_malformed_content_names_path_and_field(
+    decoder: Decoder, data: bytes | None, path: str, fragment: str
+) -> None:
+    with pytest.raises(MalformedZnodeError) as info:
+        decoder(data)
+    assert info.value.path == path
+    assert path in str(info.value)
+    assert fragment in info.value.problem
+
+
+def test_malformed_error_is_a_value_error() -> None:
+    # Callers that catch ValueError (e.g. around parse_sequence_number) also catch these.
+    with pytest.raises(ValueError):
+        codecs.decode_controller(b"{")
+
+
+def test_error_message_describes_the_offending_value() -> None:
+    with pytest.raises(MalformedZnodeError) as info:
+        _state(state_json(leader=True))
+    assert "got boolean true" in info.value.problem
+    with pytest.raises(MalformedZnodeError) as info:
+        _state(state_json(leader=...))
+    assert "field missing" in info.value.problem
+
+
+def test_payload_exactly_at_the_limit_is_parsed() -> None:
+    head = b'{"version":1,"config":{"k":"'
+    filler = b"a" * (codecs.MAX_ZNODE_BYTES - len(head) - 3)
+    data = head + filler + b'"}}'
+    assert len(data) == codecs.MAX_ZNODE_BYTES
+    assert len(_config(data)["k"]) == len(filler)
+
+
+def test_default_paths_are_used_when_none_given() -> None:
+    with pytest.raises(MalformedZnodeError) as info:
+        codecs.decode_broker(7, b"{}")
+    assert info.value.path == "/brokers/ids/7"
+    with pytest.raises(MalformedZnodeError) as info:
+        codecs.decode_topic_assignment("orders", b"{}")
+    assert info.value.path == "/brokers/topics/orders"
