@@ -4,12 +4,13 @@ Encoders write exactly what Kafka's Jackson writes: compact separators, non-ASCI
 keys in the order of the reference's examples, numbers as strings where Kafka uses strings
 (pitfall 25). Encoders trust the model they are given.
 
-Decoders are stricter than Kafka: every problem raises ``MalformedZnodeError(path, problem)``
-whose problem names the field, and the caller decides what to do (log and skip, treat as
-empty...). Unknown fields are ignored (Kafka's readers ignore them), except in
-``/admin/reassign_partitions``, which Kafka reads with a strict mapper. Duplicate JSON keys keep
-the last value, as Jackson does. Decoding runs for every partition at failover, so each decoder
-does one ``json.loads`` and cheap type checks, with the error text built only on failure.
+Decoders are stricter than Kafka about shape and types: every problem raises
+``MalformedZnodeError(path, problem)`` whose problem names the field, and the caller decides
+what to do (log and skip, treat as empty...). They do not check controller semantics (e.g.
+reassignment invariants), which Kafka does not check either. Unknown fields are ignored, as
+Kafka's readers do, except in ``/admin/reassign_partitions`` (Kafka's strict mapper). Duplicate
+JSON keys keep the last value, as Jackson does. Decoding runs for every partition at failover,
+so each decoder parses once and does cheap type checks, building error text only on failure.
 """
 
 from __future__ import annotations
