@@ -1,0 +1,563 @@
+"""``KazooPort``: the ``ZkPort`` on a real ZooKeeper, through kazoo (pinned 2.11.0).
+
+Retries, the way Kafka's ``retryRequestsUntilConnected`` does them:
+
+- The connection is retried forever (``KazooRetry(max_tries=-1, delay=0.1, max_delay=1)``):
+  never kazoo's implicit default, which backs off for up to an hour.
+- A call is resent on ``ConnectionLoss`` until ``command_deadline`` seconds pass without a
+  reply (default: the session timeout, after which the session is gone anyway); then it raises
+  ``ConnectionLossError``. Session expiry is never retried (``ignore_expire=False``).
+- A call never spans two sessions: if the session was lost since the call began, it raises
+  ``SessionExpiredError`` rather than resend on the new session (whose watches and ephemerals
+  differ; the controller must resign and re-initialise first).
+
+Callbacks: kazoo runs watch callbacks on one thread and session listeners on its connection
+thread. Both must only enqueue (kazoo: "This function must not block"). kazoo drops every
+watch when the connection drops and then calls it with a NONE event; see ``EventType.NONE``.
+
+Pipelining (``multi_many``, ``get_many``, recursive ``delete``) keeps at most ``max_in_flight``
+requests outstanding, so kazoo's pings are not starved and ZooKeeper's
+``globalOutstandingLimit`` (1,000) is never reached.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import structlog
+from kazoo import exceptions as kex
+from kazoo.client import KazooClient
+from kazoo.protocol.states import EventType as KazooEventType
+from kazoo.protocol.states import KazooState, WatchedEvent
+from kazoo.protocol.states import ZnodeStat as KazooStat
+from kazoo.retry import KazooRetry, RetryFailedError
+
+from controller.zk import errors, multiread
+from controller.zk.port import (
+    Check,
+    Create,
+    Delete,
+    EventType,
+    Op,
+    OpResult,
+    ReadResult,
+    SessionListener,
+    SessionState,
+    SetData,
+    WatchCallback,
+    WatchEvent,
+    ZnodeStat,
+)
+
+log = structlog.get_logger("zkctl.zk.kazoo")
+T = TypeVar("T")
+
+# kazoo's exceptions as ours. Order matters: ConnectionClosedError (our own stop) subclasses
+# kazoo's SessionExpiredError.
+_ERRORS: tuple[tuple[type[Exception], type[errors.ZkError]], ...] = (
+    (kex.NoNodeError, errors.NoNodeError),
+    (kex.NodeExistsError, errors.NodeExistsError),
+    (kex.BadVersionError, errors.BadVersionError),
+    (kex.NotEmptyError, errors.NotEmptyError),
+    (kex.NoChildrenForEphemeralsError, errors.NoChildrenForEphemeralsError),
+    (kex.RolledBackError, errors.RolledBackError),
+    (kex.RuntimeInconsistency, errors.RolledBackError),  # ops after the failing one of a multi
+    (kex.ConnectionLoss, errors.ConnectionLossError),
+    (RetryFailedError, errors.ConnectionLossError),  # gave up resending at the deadline
+    (kex.SessionExpiredError, errors.SessionExpiredError),
+    (kex.OperationTimeoutError, errors.OperationTimeoutError),
+    (kex.NoAuthError, errors.NoAuthError),
+    (kex.AuthFailedError, errors.NoAuthError),
+)
+
+_EVENTS = {
+    KazooEventType.CREATED: EventType.CREATED,
+    KazooEventType.DELETED: EventType.DELETED,
+    KazooEventType.CHANGED: EventType.CHANGED,
+    KazooEventType.CHILD: EventType.CHILD,
+}
+
+_STATES = {
+    KazooState.CONNECTED: SessionState.CONNECTED,
+    KazooState.SUSPENDED: SessionState.SUSPENDED,
+    KazooState.LOST: SessionState.LOST,
+}
+
+
+def translate(exc: BaseException, path: str | None = None) -> errors.ZkError:
+    """kazoo's exception as ours (a generic ``ZkError`` naming the kazoo type if unknown)."""
+    if isinstance(exc, errors.ZkError):
+        return exc
+    for kazoo_type, ours in _ERRORS:
+        if isinstance(exc, kazoo_type):
+            return ours(str(exc), path=path) if str(exc) else ours(path=path)
+    return errors.ZkError(f"{type(exc).__name__}: {exc}", path=path)
+
+
+def _stat(raw: KazooStat | Sequence[int]) -> ZnodeStat:
+    # kazoo's ZnodeStat and multiread's raw tuple share jute's field order.
+    czxid, mzxid, _, _, version, cversion, _, owner, length, children, _ = raw
+    return ZnodeStat(czxid, mzxid, version, cversion, owner, children, length)
+
+
+class _Watch:
+    """Adapts a ``WatchCallback`` to kazoo's ``WatchedEvent`` callbacks.
+
+    Equal (and hashing) by the wrapped callback, so kazoo's per-path watcher *set* keeps one
+    entry when the same callback arms a path twice: it fires once, as in ZooKeeper.
+    """
+
+    __slots__ = ("callback", "path")
+
+    def __init__(self, callback: WatchCallback, path: str) -> None:
+        self.callback = callback
+        self.path = path
+
+    def __call__(self, event: WatchedEvent) -> None:
+        etype = _EVENTS.get(event.type, EventType.NONE)
+        try:
+            self.callback(WatchEvent(etype, event.path or self.path))
+        except Exception:
+            log.exception("watch callback failed", path=self.path, event=etype.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Watch) and other.callback == self.callback
+
+    def __hash__(self) -> int:
+        return hash(self.callback)
+
+
+class _Progress:
+    """A deadline that moves forward whenever ZooKeeper answers (for long pipelines)."""
+
+    def __init__(self, window: float) -> None:
+        self.window = window
+        self.end = time.monotonic() + window
+
+    def advance(self) -> None:
+        self.end = time.monotonic() + self.window
+
+    def remaining(self) -> float:
+        return self.end - time.monotonic()
+
+
+class KazooPort:
+    """``ZkPort`` over one kazoo client, i.e. one ZooKeeper session at a time.
+
+    ``connect`` is a ZooKeeper connect string, optionally with a chroot
+    (``"h1:2181,h2:2181/kafka"``); every path given to or returned by the port is relative to
+    it. ``session_timeout`` is in seconds (Kafka's default is 18). ``auth_data`` and
+    ``default_acl`` are handed to kazoo unchanged (hooks for ACL support later).
+    """
+
+    def __init__(
+        self,
+        connect: str,
+        session_timeout: float = 18.0,
+        *,
+        command_deadline: float | None = None,
+        max_in_flight: int = 64,
+        multiread_batch: int = 1000,
+        multiread_in_flight: int = 4,
+        use_multiread: bool = True,
+        auth_data: Sequence[tuple[str, str]] | None = None,
+        default_acl: Sequence[Any] | None = None,
+    ) -> None:
+        if max_in_flight < 1 or multiread_batch < 1 or multiread_in_flight < 1:
+            raise ValueError("pipelining limits must be positive")
+        self.connect = connect
+        self._deadline = command_deadline if command_deadline is not None else session_timeout
+        self._max_in_flight = max_in_flight
+        self._multiread_batch = multiread_batch
+        self._multiread_in_flight = multiread_in_flight
+        self._listeners: list[SessionListener] = []
+        self._listeners_lock = threading.Lock()
+        self._generation = 0  # +1 on every LOST: a call must not span two sessions
+        self._client = KazooClient(
+            hosts=connect,
+            timeout=session_timeout,
+            connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
+            command_retry=KazooRetry(
+                max_tries=-1,
+                delay=0.1,
+                max_delay=1.0,
+                deadline=self._deadline,
+                ignore_expire=False,
+            ),
+            auth_data=list(auth_data) if auth_data else None,
+            default_acl=list(default_acl) if default_acl else None,
+            logger=logging.getLogger("kazoo.client"),
+        )
+        self._chroot: str = self._client.chroot or ""
+        self._multiread = use_multiread and multiread.supports_custom_requests(self._client)
+        if use_multiread and not self._multiread:
+            log.warning("kazoo has no _call hook; get_many falls back to pipelined gets")
+        elif use_multiread and multiread.kazoo_version() != multiread.KAZOO_VERSION_ASSUMED:
+            log.warning(
+                "multi-read was written against another kazoo version",
+                assumed=multiread.KAZOO_VERSION_ASSUMED,
+                installed=multiread.kazoo_version(),
+            )
+        self._client.add_listener(self._on_state)
+
+    # ------------------------------------------------------------ session lifecycle
+
+    def start(self, timeout: float = 15.0) -> None:
+        """Connect and open a session; raises ``ConnectionLossError`` after ``timeout`` s."""
+        try:
+            self._client.start(timeout=timeout)
+        except self._client.handler.timeout_exception as exc:
+            raise errors.ConnectionLossError(f"no ZooKeeper session within {timeout}s") from exc
+
+    def stop(self) -> None:
+        """Close the session (ephemerals go at once, listeners get LOST) and free the socket."""
+        self._client.stop()
+        self._client.close()
+
+    def restart(self, timeout: float = 15.0) -> None:
+        """Close the session and open a new one."""
+        self.stop()
+        self.start(timeout)
+
+    @property
+    def session_id(self) -> int | None:
+        client_id = self._client.client_id
+        return client_id[0] if client_id else None
+
+    @property
+    def client_id(self) -> tuple[int, bytes] | None:
+        """``(session id, password)`` while connected: another client can take the session over
+        with it (the way tests force a real server-side expiry)."""
+        client_id = self._client.client_id
+        return (client_id[0], client_id[1]) if client_id else None
+
+    @property
+    def state(self) -> SessionState:
+        return _STATES[self._client.state]
+
+    @property
+    def chroot(self) -> str:
+        return self._chroot
+
+    def add_session_listener(self, listener: SessionListener) -> None:
+        with self._listeners_lock:
+            if listener not in self._listeners:
+                self._listeners.append(listener)
+
+    def remove_session_listener(self, listener: SessionListener) -> None:
+        with self._listeners_lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def _on_state(self, state: str) -> None:
+        # On kazoo's connection thread: must not block.
+        ours = _STATES[state]
+        if ours is SessionState.LOST:
+            self._generation += 1
+        with self._listeners_lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(ours)
+            except Exception:
+                log.exception("session listener failed", state=ours.value)
+
+    # -------------------------------------------------------------------- calls
+
+    @contextmanager
+    def _translated(self, path: str | None = None) -> Iterator[None]:
+        try:
+            yield
+        except (kex.KazooException, RetryFailedError) as exc:
+            raise translate(exc, path) from exc
+
+    def _call(self, submit: Callable[[], Any], path: str | None = None) -> Any:
+        """Run one request, resending it on connection loss until the deadline."""
+        generation = self._generation
+        progress = _Progress(self._deadline)
+
+        def attempt() -> Any:
+            self._same_session(generation)
+            remaining = progress.remaining()
+            if remaining <= 0:
+                raise RetryFailedError("no reply from ZooKeeper within the deadline")
+            try:
+                return submit().get(timeout=remaining)
+            except self._client.handler.timeout_exception:
+                # Still queued or unanswered: the outcome is unknown, as after a lost reply.
+                raise RetryFailedError("no reply from ZooKeeper within the deadline") from None
+
+        with self._translated(path):
+            return self._client.retry(attempt)
+
+    def _same_session(self, generation: int) -> None:
+        if generation != self._generation:
+            raise kex.SessionExpiredError("session lost during the call")
+
+    def _pipeline(
+        self,
+        items: Sequence[T],
+        submit: Callable[[T], Any],
+        window: int,
+        item_errors: tuple[type[Exception], ...] = (),
+    ) -> list[Any]:
+        """``submit(item)`` for every item with at most ``window`` outstanding.
+
+        Returns each item's value in order (an ``item_errors`` exception counts as a value).
+        Items that lost their connection are resent until the deadline passes without a reply;
+        any other failure is raised (as kazoo's exception) at once.
+        """
+        generation = self._generation
+        progress = _Progress(self._deadline)
+        out: list[Any] = [None] * len(items)
+        todo = list(range(len(items)))
+        delay = 0.1
+        while True:
+            lost: list[int] = []
+            inflight: deque[tuple[int, Any]] = deque()
+            for index in todo:
+                if len(inflight) >= window:
+                    self._settle(inflight.popleft(), out, lost, progress, item_errors)
+                self._same_session(generation)
+                inflight.append((index, submit(items[index])))
+            while inflight:
+                self._settle(inflight.popleft(), out, lost, progress, item_errors)
+            if not lost:
+                return out
+            if progress.remaining() <= delay:
+                raise RetryFailedError("no reply from ZooKeeper within the deadline")
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+            todo = lost
+
+    def _settle(
+        self,
+        entry: tuple[int, Any],
+        out: list[Any],
+        lost: list[int],
+        progress: _Progress,
+        item_errors: tuple[type[Exception], ...],
+    ) -> None:
+        index, pending = entry
+        try:
+            out[index] = pending.get(timeout=max(progress.remaining(), 0.001))
+            progress.advance()
+        except item_errors as exc:
+            out[index] = exc
+            progress.advance()
+        except (kex.ConnectionLoss, kex.OperationTimeoutError):
+            lost.append(index)
+        except self._client.handler.timeout_exception:
+            raise RetryFailedError("no reply from ZooKeeper within the deadline") from None
+
+    def _watch(self, watch: WatchCallback | None, path: str) -> _Watch | None:
+        return _Watch(watch, path) if watch is not None else None
+
+    # -------------------------------------------------------------------- reads
+
+    def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, ZnodeStat]:
+        w = self._watch(watch, path)
+        data, stat = self._call(lambda: self._client.get_async(path, watch=w), path)
+        return data or b"", _stat(stat)
+
+    def exists(self, path: str, watch: WatchCallback | None = None) -> ZnodeStat | None:
+        w = self._watch(watch, path)
+        stat = self._call(lambda: self._client.exists_async(path, watch=w), path)
+        return None if stat is None else _stat(stat)
+
+    def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
+        w = self._watch(watch, path)
+        return list(self._call(lambda: self._client.get_children_async(path, watch=w), path))
+
+    def get_many(self, paths: Sequence[str]) -> list[ReadResult]:
+        """Batched reads: multi-read (ZooKeeper >= 3.6) in chunks, else pipelined gets."""
+        if not paths:
+            return []
+        if self._multiread:
+            try:
+                return self._get_many_multiread(paths)
+            except kex.UnimplementedError:
+                # ZooKeeper < 3.6. The server also dropped our connection (kazoo reconnects
+                # the same session and fires NONE at our watches).
+                self._multiread = False
+                log.warning("server lacks multi-read (ZooKeeper < 3.6); using pipelined gets")
+        with self._translated():
+            raw = self._pipeline(
+                paths,
+                lambda p: self._client.get_async(p),
+                self._max_in_flight,
+                item_errors=(kex.NoNodeError, kex.NoAuthError),
+            )
+        return [
+            ReadResult(p, error=translate(r, p))
+            if isinstance(r, Exception)
+            else ReadResult(p, r[0] or b"", _stat(r[1]))
+            for p, r in zip(paths, raw, strict=True)
+        ]
+
+    def _get_many_multiread(self, paths: Sequence[str]) -> list[ReadResult]:
+        step = self._multiread_batch
+        chunks = [paths[i : i + step] for i in range(0, len(paths), step)]
+        chroot = self._chroot
+
+        def submit(chunk: Sequence[str]) -> Any:
+            server_paths = [chroot + p if p != "/" else chroot or "/" for p in chunk]
+            return multiread.submit(self._client, server_paths)
+
+        try:
+            replies = self._pipeline(chunks, submit, self._multiread_in_flight)
+        except kex.UnimplementedError:
+            raise
+        except (kex.KazooException, RetryFailedError) as exc:
+            raise translate(exc) from exc
+        out: list[ReadResult] = []
+        for chunk, reply in zip(chunks, replies, strict=True):
+            for path, entry in zip(chunk, reply, strict=True):
+                if isinstance(entry, int):
+                    exc = kex.EXCEPTIONS[entry]()
+                    out.append(ReadResult(path, error=translate(exc, path)))
+                else:
+                    out.append(ReadResult(path, entry[0] or b"", _stat(entry[1])))
+        return out
+
+    # ------------------------------------------------------------------- writes
+
+    def multi(self, ops: Sequence[Op]) -> list[OpResult]:
+        if not ops:
+            return []
+        raw = self._call(lambda: self._transaction(ops).commit_async())
+        return _op_results(ops, raw)
+
+    def multi_many(self, transactions: Sequence[Sequence[Op]]) -> list[list[OpResult]]:
+        """Independent multis, pipelined. A multi resent after a connection loss may be
+        reordered relative to the others: callers must not rely on their relative order."""
+        todo = [i for i, ops in enumerate(transactions) if ops]
+        with self._translated():
+            raw = self._pipeline(
+                [transactions[i] for i in todo],
+                lambda ops: self._transaction(ops).commit_async(),
+                self._max_in_flight,
+            )
+        out: list[list[OpResult]] = [[] for _ in transactions]
+        for index, results in zip(todo, raw, strict=True):
+            out[index] = _op_results(transactions[index], results)
+        return out
+
+    def _transaction(self, ops: Sequence[Op]) -> Any:
+        txn = self._client.transaction()
+        for op in ops:
+            if isinstance(op, Create):
+                txn.create(op.path, op.data or b"", ephemeral=op.ephemeral, sequence=op.sequential)
+            elif isinstance(op, SetData):
+                txn.set_data(op.path, op.data, op.version)
+            elif isinstance(op, Delete):
+                txn.delete(op.path, op.version)
+            elif isinstance(op, Check):
+                txn.check(op.path, op.version)
+            else:
+                raise TypeError(f"not a ZooKeeper op: {op!r}")
+        return txn
+
+    def create(
+        self,
+        path: str,
+        data: bytes | None = None,
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        makepath: bool = False,
+    ) -> str:
+        created: str = self._call(
+            lambda: self._client.create_async(
+                path, data or b"", ephemeral=ephemeral, sequence=sequential, makepath=makepath
+            ),
+            path,
+        )
+        return created
+
+    def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
+        return _stat(self._call(lambda: self._client.set_async(path, data, version), path))
+
+    def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
+        """Delete ``path``. ``recursive`` deletes descendants first (any version), then the
+        node with ``version``; a missing node is then not an error (as kazoo and Kafka)."""
+        if not recursive:
+            self._call(lambda: self._client.delete_async(path, version), path)
+            return
+        for _ in range(3):  # a child created meanwhile (or a reordered resend): list again
+            stat = self.exists(path)
+            if stat is None:
+                return
+            if version != -1 and stat.version != version:
+                raise errors.BadVersionError(path=path)
+            # One session's requests run in order, so children go before their parents.
+            victims = [*self._descendants(path)[::-1], path]
+            with self._translated(path):
+                results = self._pipeline(
+                    victims,
+                    lambda p: self._client.delete_async(p, version if p == path else -1),
+                    self._max_in_flight,
+                    item_errors=(kex.NoNodeError, kex.NotEmptyError),
+                )
+            if not any(isinstance(r, kex.NotEmptyError) for r in results):
+                return
+        raise errors.NotEmptyError(path=path)
+
+    def _descendants(self, root: str) -> list[str]:
+        """Every node under ``root``, parents before children (breadth first)."""
+        found: list[str] = []
+        level = [root]
+        while level:
+            with self._translated(root):
+                listings = self._pipeline(
+                    level,
+                    lambda p: self._client.get_children_async(p),
+                    self._max_in_flight,
+                    item_errors=(kex.NoNodeError,),
+                )
+            level = [
+                f"{parent.rstrip('/')}/{child}"
+                for parent, children in zip(level, listings, strict=True)
+                if not isinstance(children, Exception)
+                for child in children
+            ]
+            found += level
+        return found
+
+    def ensure_path(self, path: str) -> None:
+        self._call(lambda: self._client.ensure_path_async(path), path)
+
+    def __repr__(self) -> str:
+        sid = self.session_id
+        return f"KazooPort({self.connect!r}, session_id={hex(sid) if sid else None})"
+
+
+def _op_results(ops: Sequence[Op], raw: Sequence[Any]) -> list[OpResult]:
+    """kazoo's multi result list as ours: the failing op keeps its error, the rest RolledBack."""
+    if len(raw) != len(ops):
+        raise errors.ZkError(f"multi returned {len(raw)} results for {len(ops)} ops")
+    if any(isinstance(r, Exception) for r in raw):
+        return [
+            OpResult(
+                error=errors.RolledBackError(path=op.path)
+                if isinstance(r, kex.RolledBackError | kex.RuntimeInconsistency)
+                or not isinstance(r, Exception)
+                else translate(r, op.path)
+            )
+            for op, r in zip(ops, raw, strict=True)
+        ]
+    out: list[OpResult] = []
+    for r in raw:
+        if isinstance(r, str):
+            out.append(OpResult(path=r))
+        elif isinstance(r, KazooStat):
+            out.append(OpResult(stat=_stat(r)))
+        else:
+            out.append(OpResult())
+    return out
