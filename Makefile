@@ -1,0 +1,80 @@
+# zk-controller developer tasks (GNU make). `make help` lists the targets.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+# PYTHON only bootstraps .venv; everything else runs inside .venv.
+PYTHON ?= python3
+VENV ?= .venv
+VENV_PYTHON := $(VENV)/bin/python
+STAMP := $(VENV)/.stamp
+EXTRAS ?= test,docker,spark
+ZK_JAR ?= /usr/share/java/zookeeper.jar
+# Debian's ZooKeeper 3.8 package; it depends on a Java runtime.
+ZK_APT_PACKAGES ?= zookeeper
+PYTEST_ARGS ?=
+RUN_ARGS ?=
+
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: help setup zookeeper-deps test lint run proto clean distclean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
+	@echo "  variables: ZK_CONNECT=host:port (use a running ZooKeeper), PYTEST_ARGS, RUN_ARGS"
+
+setup: $(STAMP) ## create .venv and install the project with [$(EXTRAS)]
+
+# Reinstall only when pyproject.toml changes. A .venv without pip (python3-venv missing when it
+# was made) is recreated rather than trusted.
+$(STAMP): pyproject.toml
+	@test -x $(VENV)/bin/pip || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); } || { \
+	  echo "make setup: '$(PYTHON) -m venv' failed; on Debian/Ubuntu: apt-get install python3-venv" >&2; \
+	  exit 1; }
+	$(VENV)/bin/pip install -e '.[$(EXTRAS)]'
+	touch $@
+
+zookeeper-deps: ## make sure java and Debian's ZooKeeper jars are present (apt-get install if root)
+	@have_java() { if [ -n "$${JAVA_HOME:-}" ] && [ -x "$$JAVA_HOME/bin/java" ]; then return 0; fi; \
+	               command -v java >/dev/null 2>&1 && java -version >/dev/null 2>&1; }; \
+	have_jar() { [ -n "$${ZOOKEEPER_CLASSPATH:-}" ] || [ -f "$(ZK_JAR)" ] \
+	             || compgen -G '/usr/share/zookeeper/zookeeper*.jar' >/dev/null; }; \
+	if have_java && have_jar; then echo "zookeeper-deps: java and ZooKeeper jars present"; exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=(); \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo=(sudo -n); \
+	else echo "zookeeper-deps: java and/or Debian's ZooKeeper jar ($(ZK_JAR)) are missing." >&2; \
+	     echo "  Install them as root: apt-get update && apt-get install -y $(ZK_APT_PACKAGES)" >&2; \
+	     echo "  (the zookeeper package pulls in a Java runtime), or set ZK_CONNECT=host:port" >&2; \
+	     echo "  to use an existing ZooKeeper (failover tests still need java + the jars)." >&2; \
+	     exit 1; fi; \
+	command -v apt-get >/dev/null 2>&1 || { echo "zookeeper-deps: no apt-get; install a JRE and ZooKeeper 3.8 jars, then set ZOOKEEPER_CLASSPATH" >&2; exit 1; }; \
+	echo "zookeeper-deps: installing $(ZK_APT_PACKAGES) with apt-get"; \
+	"$${sudo[@]}" apt-get update; \
+	"$${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(ZK_APT_PACKAGES); \
+	have_java && have_jar || { echo "zookeeper-deps: still no java or $(ZK_JAR) after install" >&2; exit 1; }
+
+test: setup zookeeper-deps ## ruff, then the whole pytest suite (needs ZooKeeper; CI=true fails instead of skipping)
+	$(VENV)/bin/ruff check controller tests
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: setup ## ruff check
+	$(VENV)/bin/ruff check controller tests
+
+# The controller starts an embedded ZooKeeper itself when no --zookeeper is given, so the local
+# ZooKeeper install is only needed without ZK_CONNECT.
+run: setup $(if $(ZK_CONNECT),,zookeeper-deps) ## run controller 0 (against ZK_CONNECT, else an embedded ZooKeeper)
+	$(VENV)/bin/zk-controller run --controller-id 0 $(if $(ZK_CONNECT),--zookeeper $(ZK_CONNECT)) $(RUN_ARGS)
+
+proto: setup ## regenerate the gRPC code from proto/
+	@if $(VENV_PYTHON) -c 'import importlib.util as u, sys; sys.exit(u.find_spec("controller.api.codegen") is None)' 2>/dev/null; then \
+	  $(VENV_PYTHON) -m controller.api.codegen; \
+	else echo "make proto: controller/api/codegen.py does not exist yet, so there is nothing to run" >&2; exit 1; fi
+
+clean: ## remove caches and build output (keeps .venv)
+	rm -rf .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
+	find controller tests -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean ## also remove .venv
+	rm -rf $(VENV)
