@@ -1,0 +1,270 @@
+"""One broker's outbound queue and its single-flight sender thread (Kafka's ``RequestSendThread``).
+
+Each registered broker gets a FIFO queue and one thread that sends the queued requests one at
+a time, waiting for each response before sending the next (reference §4.2). A failed call (any
+gRPC error: UNAVAILABLE, DEADLINE_EXCEEDED, ...) closes the gRPC channel, backs off 100 ms,
+opens a fresh channel and resends the *same* request, for as long as the broker stays
+registered; ``stop`` (called by ``remove_broker``) is the only way out. The response callback
+runs on this thread and must only enqueue a controller event.
+
+A fresh channel per retry (with a local subchannel pool) gives Kafka's "no reconnect backoff"
+behaviour: gRPC's own reconnect backoff grows to minutes and would otherwise delay the first
+request to a broker that comes up late.
+"""
+
+from __future__ import annotations
+
+import enum
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import grpc
+import structlog
+
+from controller.api import MESSAGE_SIZE_OPTIONS
+from controller.api.errors import error_name
+from controller.api.v1 import broker_pb2, broker_pb2_grpc
+
+log = structlog.get_logger("controller.channel")
+
+RECONNECT_BACKOFF_S = 0.1
+# Repeated failures of one request are logged at most this often (a dead broker is retried
+# every 100 ms until the controller removes it, which takes a ZooKeeper session timeout).
+FAILURE_LOG_INTERVAL_S = 5.0
+
+RequestMessage = (
+    broker_pb2.LeaderAndIsrRequest
+    | broker_pb2.UpdateMetadataRequest
+    | broker_pb2.StopReplicaRequest
+)
+ResponseMessage = (
+    broker_pb2.LeaderAndIsrResponse
+    | broker_pb2.UpdateMetadataResponse
+    | broker_pb2.StopReplicaResponse
+)
+ResponseCallback = Callable[[ResponseMessage], None]
+
+
+class RequestKind(enum.Enum):
+    """The three controller-to-broker requests; the value is the RPC method name."""
+
+    LEADER_AND_ISR = "LeaderAndIsr"
+    UPDATE_METADATA = "UpdateMetadata"
+    STOP_REPLICA = "StopReplica"
+
+
+_MESSAGE_TYPES: dict[RequestKind, type] = {
+    RequestKind.LEADER_AND_ISR: broker_pb2.LeaderAndIsrRequest,
+    RequestKind.UPDATE_METADATA: broker_pb2.UpdateMetadataRequest,
+    RequestKind.STOP_REPLICA: broker_pb2.StopReplicaRequest,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundRequest:
+    """A request for one broker: its kind and the protobuf message, sent as is (resends too)."""
+
+    kind: RequestKind
+    message: RequestMessage
+
+    def __post_init__(self) -> None:
+        expected = _MESSAGE_TYPES[self.kind]
+        if not isinstance(self.message, expected):
+            raise TypeError(
+                f"{self.kind.value} needs a {expected.__name__}, got {type(self.message).__name__}"
+            )
+
+    @classmethod
+    def leader_and_isr(cls, message: broker_pb2.LeaderAndIsrRequest) -> OutboundRequest:
+        return cls(RequestKind.LEADER_AND_ISR, message)
+
+    @classmethod
+    def update_metadata(cls, message: broker_pb2.UpdateMetadataRequest) -> OutboundRequest:
+        return cls(RequestKind.UPDATE_METADATA, message)
+
+    @classmethod
+    def stop_replica(cls, message: broker_pb2.StopReplicaRequest) -> OutboundRequest:
+        return cls(RequestKind.STOP_REPLICA, message)
+
+
+class ChannelMetricsHooks(Protocol):
+    """What the channel reports; the metrics module implements it (Kafka's ``QueueSize``
+    gauge and ``RequestRateAndQueueTimeMs`` timer, both per broker)."""
+
+    def broker_added(self, broker_id: int, queue_size: Callable[[], int]) -> None: ...
+
+    def broker_removed(self, broker_id: int) -> None: ...
+
+    def request_dequeued(self, broker_id: int, queue_time_s: float) -> None: ...
+
+
+class NoMetrics:
+    def broker_added(self, broker_id: int, queue_size: Callable[[], int]) -> None:
+        pass
+
+    def broker_removed(self, broker_id: int) -> None:
+        pass
+
+    def request_dequeued(self, broker_id: int, queue_time_s: float) -> None:
+        pass
+
+
+@dataclass(slots=True)
+class QueueItem:
+    request: OutboundRequest
+    callback: ResponseCallback | None
+    enqueue_time: float = field(default_factory=time.monotonic)
+
+
+_STOP = object()  # queue sentinel that wakes the thread up for shutdown
+
+
+class RequestSendThread(threading.Thread):
+    """Sends one broker's requests in FIFO order, exactly one in flight, resending on failure."""
+
+    def __init__(
+        self,
+        *,
+        controller_id: int,
+        broker_id: int,
+        target: str,
+        request_timeout_s: float,
+        metrics: ChannelMetricsHooks,
+        reconnect_backoff_s: float = RECONNECT_BACKOFF_S,
+    ) -> None:
+        super().__init__(
+            name=f"Controller-{controller_id}-to-broker-{broker_id}-send-thread", daemon=True
+        )
+        self.broker_id = broker_id
+        self.target = target
+        self._timeout = request_timeout_s
+        self._metrics = metrics
+        self._backoff = reconnect_backoff_s
+        self._queue: queue.SimpleQueue[QueueItem | object] = queue.SimpleQueue()
+        self._size = 0  # items queued, excluding the one in flight (Kafka's QueueSize)
+        self._size_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._channel_lock = threading.Lock()  # guards _channel against a concurrent stop()
+        self._channel: grpc.Channel | None = None
+        self._stub: broker_pb2_grpc.BrokerServiceStub | None = None
+
+    # -- called by the channel manager -------------------------------------------------------
+
+    def enqueue(self, item: QueueItem) -> None:
+        with self._size_lock:
+            self._size += 1
+        self._queue.put(item)
+
+    def queue_size(self) -> int:
+        return self._size
+
+    def stop(self, wait: bool = True) -> None:
+        """Stop sending: abort the call in flight, drop the queue, and (by default) join."""
+        self._stopping.set()
+        self._queue.put(_STOP)
+        self._close_channel()  # cancels the RPC in flight, which unblocks the thread
+        if wait and self.is_alive() and threading.current_thread() is not self:
+            self.join()
+
+    # -- the thread ------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        structlog.contextvars.bind_contextvars(broker_id=self.broker_id)
+        try:
+            while not self._stopping.is_set():
+                item = self._queue.get()
+                if item is _STOP or not isinstance(item, QueueItem):
+                    break
+                with self._size_lock:
+                    self._size -= 1
+                self._metrics.request_dequeued(self.broker_id, time.monotonic() - item.enqueue_time)
+                response = self._send_until_answered(item.request)
+                if response is None:  # stopped while sending
+                    break
+                self._deliver(item, response)
+        finally:
+            self._close_channel()
+
+    def _send_until_answered(self, request: OutboundRequest) -> ResponseMessage | None:
+        failures = 0
+        last_logged = 0.0
+        while not self._stopping.is_set():
+            stub = self._connect()
+            if stub is None:
+                return None
+            method = getattr(stub, request.kind.value)
+            try:
+                response: ResponseMessage = method(request.message, timeout=self._timeout)
+            except grpc.RpcError as exc:
+                if self._stopping.is_set():
+                    return None
+                failures += 1
+                now = time.monotonic()
+                if failures == 1 or now - last_logged >= FAILURE_LOG_INTERVAL_S:
+                    last_logged = now
+                    log.warning(
+                        "request to broker failed; reconnecting and resending",
+                        request=request.kind.value,
+                        target=self.target,
+                        code=_code_name(exc),
+                        details=_details(exc),
+                        attempts=failures,
+                    )
+                self._close_channel()
+                self._stopping.wait(self._backoff)
+                continue
+            if failures:
+                log.info(
+                    "request to broker succeeded after retries",
+                    request=request.kind.value,
+                    attempts=failures + 1,
+                )
+            return response
+        return None
+
+    def _deliver(self, item: QueueItem, response: ResponseMessage) -> None:
+        code = getattr(response, "error_code", 0)
+        if code:
+            log.debug(
+                "broker answered with an error",
+                request=item.request.kind.value,
+                error=error_name(code),
+            )
+        if item.callback is None:
+            return
+        try:
+            item.callback(response)
+        except Exception:
+            # Kafka loses the item in this case and keeps the thread alive; so do we.
+            log.exception("response callback failed", request=item.request.kind.value)
+
+    def _connect(self) -> broker_pb2_grpc.BrokerServiceStub | None:
+        with self._channel_lock:
+            if self._stopping.is_set():
+                return None
+            if self._stub is None:
+                self._channel = grpc.insecure_channel(
+                    self.target,
+                    options=[*MESSAGE_SIZE_OPTIONS, ("grpc.use_local_subchannel_pool", 1)],
+                )
+                self._stub = broker_pb2_grpc.BrokerServiceStub(self._channel)
+            return self._stub
+
+    def _close_channel(self) -> None:
+        with self._channel_lock:
+            channel, self._channel, self._stub = self._channel, None, None
+        if channel is not None:
+            channel.close()
+
+
+def _code_name(exc: grpc.RpcError) -> str:
+    code = exc.code() if isinstance(exc, grpc.Call) else None
+    return code.name if code is not None else type(exc).__name__
+
+
+def _details(exc: grpc.RpcError) -> str:
+    return (exc.details() or "") if isinstance(exc, grpc.Call) else str(exc)
