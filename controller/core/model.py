@@ -209,7 +209,7 @@ class EndPoint:
     security_protocol: str = "PLAINTEXT"
 
     def connection_string(self) -> str:
-        return f"{self.listener}://{self.host}:{self.port}"
+        return f"{self.listener}://{self.address}"
 
     @property
     def address(self) -> str:
