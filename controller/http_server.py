@@ -56,6 +56,10 @@ class _Server(ThreadingHTTPServer):
     readiness: ReadinessSource | None
 
 
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     timeout = 30  # seconds a client may take to send its request
@@ -144,9 +148,7 @@ class ControllerHttpServer:
         readiness: ReadinessSource | None = None,
     ) -> None:
         host, port = address
-        server_class = _Server
-        if ":" in host:  # an IPv6 literal needs an AF_INET6 socket
-            server_class = type("_Server6", (_Server,), {"address_family": socket.AF_INET6})
+        server_class = _Server6 if ":" in host else _Server  # IPv6 literals need AF_INET6
         self._server = server_class((host, port), _Handler)  # binds now: errors surface here
         self._server.registry = registry
         self._server.readiness = readiness

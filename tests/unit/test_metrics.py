@@ -1,12 +1,12 @@
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import fields
 
 import pytest
 from prometheus_client import REGISTRY
@@ -105,13 +105,13 @@ def test_gauges_follow_the_published_snapshot(served: Served) -> None:
     after = served.scrape()
     assert after[P + "active_controller_count"] == 1
     assert after[P + "controller_epoch"] == 9
-    for f in fields(ControllerMetricsSnapshot):
+    for f in dataclasses.fields(ControllerMetricsSnapshot):
         if f.name not in ("active", "epoch"):
             assert after[P + f.name] == getattr(ACTIVE, f.name), f.name
     assert after[P + "fenced_broker_count"] == 0
 
     # A controller that resigned keeps stale context values; they must read 0.
-    m.update(ControllerMetricsSnapshot(**{**_asdict(ACTIVE), "active": False}))
+    m.update(dataclasses.replace(ACTIVE, active=False))
     inactive = served.scrape()
     assert inactive[P + "active_controller_count"] == 0
     for gauge in GAUGES:
@@ -121,16 +121,12 @@ def test_gauges_follow_the_published_snapshot(served: Served) -> None:
     assert inactive[P + "zk_migration_state"] == 4
 
 
-def _asdict(snap: ControllerMetricsSnapshot) -> dict[str, object]:
-    return {f.name: getattr(snap, f.name) for f in fields(snap)}
-
-
 def test_state_and_queue_size_are_read_at_scrape_time(served: Served) -> None:
     m = served.metrics
-    current = {"state": ControllerState.Idle, "queue": 0}
-    m.set_state_source(lambda: current["state"])
-    m.set_queue_size_source(lambda: current["queue"])
-    current.update(state=ControllerState.IsrChange, queue=42)
+    state, queue = [ControllerState.Idle], [0]
+    m.set_state_source(lambda: state[0])
+    m.set_queue_size_source(lambda: queue[0])
+    state[0], queue[0] = ControllerState.IsrChange, 42
     samples = served.scrape()
     assert samples[P + "controller_state"] == 9
     assert samples[P + "event_queue_size"] == 42
