@@ -1,0 +1,565 @@
+"""The controller's ZooKeeper gateway: Kafka's ``KafkaZkClient`` operations (reference §1.6).
+
+All controller ZooKeeper access goes through this class. It knows Kafka's paths and JSON
+formats, arms watches the way Kafka does (reads arm watches only for paths with a registered
+handler, see ``controller.zk.watches``), batches reads (multi-read) and writes (multi), and
+fences every controller write with ``/controller_epoch``'s zkVersion.
+
+Consistency classes of its methods:
+
+- *election*: ``register_controller_and_increment_epoch`` is its own compare-and-set multi;
+- *fenced writes* (take ``epoch_zk_version``): raise ``ControllerMovedError`` when another
+  controller was elected since; conditional state writes report BADVERSION per partition;
+- *reads*: plain reads, batched where they touch many znodes; a malformed znode is reported
+  (logged, naming its path) and skipped, never allowed to kill the caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import structlog
+
+from controller.core.model import (
+    BrokerAndEpoch,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicAssignment,
+    TopicPartition,
+)
+from controller.zk import codecs, paths
+from controller.zk.errors import (
+    BadVersionError,
+    ControllerMovedError,
+    MalformedZnodeError,
+    NodeExistsError,
+    NoNodeError,
+    ZkError,
+)
+from controller.zk.fenced import FencedWriter
+from controller.zk.port import Create, Delete, Op, OpResult, SetData, ZkPort
+from controller.zk.watches import WatchRegistry, ZNodeChangeHandler, ZNodeChildChangeHandler
+
+log = structlog.get_logger("controller.zk.gateway")
+
+MATCH_ANY_VERSION = -1
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateLeaderAndIsrResult:
+    """Per-partition outcome of ``update_leader_and_isr`` (Kafka's UpdateLeaderAndIsrResult)."""
+
+    finished: dict[TopicPartition, LeaderAndIsr | Exception]
+    to_retry: set[TopicPartition]
+
+
+class ZkGateway:
+    def __init__(self, port: ZkPort, *, read_batch: int = 1000) -> None:
+        self.port = port
+        self.watches = WatchRegistry()
+        self._writer = FencedWriter(port)
+        self._read_batch = read_batch
+
+    # -- watch registry ------------------------------------------------------------------
+
+    def register_change_handler(self, handler: ZNodeChangeHandler) -> None:
+        self.watches.register_change(handler)
+
+    def unregister_change_handler(self, path: str) -> None:
+        self.watches.unregister_change(path)
+
+    def register_child_handler(self, handler: ZNodeChildChangeHandler) -> None:
+        self.watches.register_child(handler)
+
+    def unregister_child_handler(self, path: str) -> None:
+        self.watches.unregister_child(path)
+
+    def register_change_handler_and_check_existence(self, handler: ZNodeChangeHandler) -> bool:
+        """Register, then ``exists`` (which arms the watch even on a missing node)."""
+        self.watches.register_change(handler)
+        return self.port.exists(handler.path, self.watches.data_watcher(handler.path)) is not None
+
+    # -- generic reads -------------------------------------------------------------------
+
+    def get_children(self, path: str, *, watch: bool = True) -> list[str]:
+        watcher = self.watches.child_watcher(path) if watch else None
+        try:
+            return self.port.get_children(path, watcher)
+        except NoNodeError:
+            return []
+
+    def get_data(self, path: str, *, watch: bool = True) -> tuple[bytes, int, int] | None:
+        """(data, zkVersion, czxid), or None when absent. Arms a registered data watch."""
+        watcher = self.watches.data_watcher(path) if watch else None
+        try:
+            data, stat = self.port.get(path, watcher)
+        except NoNodeError:
+            if watcher is not None:
+                self.port.exists(path, watcher)  # arm a creation watch like Kafka's exists()
+            return None
+        return data, stat.version, stat.czxid
+
+    def _get_many(self, path_list: list[str]) -> list:
+        out = []
+        for start in range(0, len(path_list), self._read_batch * 10):
+            out.extend(self.port.get_many(path_list[start : start + self._read_batch * 10]))
+        return out
+
+    # -- controller election -------------------------------------------------------------
+
+    def get_controller_epoch(self) -> tuple[int, int] | None:
+        """(epoch, zkVersion) of ``/controller_epoch``, or None if absent."""
+        try:
+            data, stat = self.port.get(paths.CONTROLLER_EPOCH)
+        except NoNodeError:
+            return None
+        return codecs.decode_controller_epoch(data, paths.CONTROLLER_EPOCH), stat.version
+
+    def get_controller_id(self) -> int | None:
+        """The active controller's id, arming the ``/controller`` watch if registered.
+
+        Raises ``MalformedZnodeError`` when the node exists but cannot be decoded; the watch
+        is armed before decoding, so a repair of the node is noticed.
+        """
+        got = self.get_data(paths.CONTROLLER)
+        if got is None:
+            return None
+        return codecs.decode_controller(got[0], paths.CONTROLLER)
+
+    def register_controller_and_increment_epoch(self, controller_id: int) -> tuple[int, int]:
+        """Kafka's ``registerControllerAndIncrementControllerEpoch`` (reference §1.6).
+
+        Returns (new epoch, new epochZkVersion). Raises ControllerMovedError when another
+        controller won.
+        """
+        current = self.get_controller_epoch()
+        if current is None:
+            with contextlib.suppress(NodeExistsError):
+                self.port.create(paths.CONTROLLER_EPOCH, codecs.encode_controller_epoch(0))
+            current = self.get_controller_epoch()
+            if current is None:
+                raise ControllerMovedError("/controller_epoch vanished during election")
+        epoch, version = current
+        new_epoch = epoch + 1
+        results = self.port.multi(
+            [
+                Create(
+                    paths.CONTROLLER,
+                    codecs.encode_controller(controller_id, int(time.time() * 1000)),
+                    ephemeral=True,
+                ),
+                SetData(paths.CONTROLLER_EPOCH, codecs.encode_controller_epoch(new_epoch), version),
+            ]
+        )
+        if all(r.ok for r in results):
+            stat = results[1].stat
+            assert stat is not None
+            return new_epoch, stat.version
+        error = next(
+            r.error for r in results if r.error is not None and r.error.code != "ROLLEDBACK"
+        )
+        if not isinstance(error, (NodeExistsError, BadVersionError)):
+            raise error
+        # Lost the race, or our multi succeeded but its reply was lost and it was retried.
+        try:
+            owner = self.get_controller_id()
+        except MalformedZnodeError as exc:
+            raise ControllerMovedError(str(exc)) from exc
+        if owner is None:
+            raise ControllerMovedError("the controller node vanished during the election")
+        latest = self.get_controller_epoch()
+        if owner == controller_id and latest is not None and latest[0] == new_epoch:
+            return latest
+        raise ControllerMovedError(f"controller {owner} was elected instead of {controller_id}")
+
+    def delete_controller(self, epoch_zk_version: int) -> None:
+        result = self._writer.run_one([Delete(paths.CONTROLLER)], epoch_zk_version)
+        if isinstance(result, ZkError) and not isinstance(result, NoNodeError):
+            raise result
+
+    def ensure_persistent_paths(self) -> None:
+        for path in paths.PERSISTENT_PATHS:
+            self.port.ensure_path(path)
+
+    # -- brokers -------------------------------------------------------------------------
+
+    def get_all_broker_and_epochs(self) -> dict[int, BrokerAndEpoch]:
+        """Live registrations (ids sorted as ints) with their epochs (czxid).
+
+        Arms the ``/brokers/ids`` child watch. Malformed registrations are logged and left
+        out; brokers that vanish between the listing and the read are skipped.
+        """
+        ids = []
+        for child in self.get_children(paths.BROKERS_IDS):
+            try:
+                ids.append(int(child))
+            except ValueError:
+                log.error(
+                    "ignoring broker registration with a non-numeric id",
+                    path=f"{paths.BROKERS_IDS}/{child}",
+                )
+        ids.sort()
+        out: dict[int, BrokerAndEpoch] = {}
+        for broker_id, res in zip(
+            ids, self._get_many([paths.broker_path(i) for i in ids]), strict=True
+        ):
+            if not res.ok:
+                continue
+            try:
+                broker = codecs.decode_broker(broker_id, res.data, res.path)
+            except MalformedZnodeError as exc:
+                log.error(
+                    "ignoring malformed broker registration", path=res.path, error=exc.problem
+                )
+                continue
+            out[broker_id] = BrokerAndEpoch(broker, res.stat.czxid)
+        return out
+
+    def get_broker(self, broker_id: int) -> BrokerAndEpoch | None:
+        """Read one registration, arming its data watch if a handler is registered."""
+        path = paths.broker_path(broker_id)
+        got = self.get_data(path)
+        if got is None:
+            return None
+        data, _version, czxid = got
+        return BrokerAndEpoch(codecs.decode_broker(broker_id, data, path), czxid)
+
+    # -- topics --------------------------------------------------------------------------
+
+    def get_all_topics(self, *, watch: bool = True) -> set[str]:
+        return set(self.get_children(paths.BROKERS_TOPICS, watch=watch))
+
+    def get_topic_assignments(self, topics: Iterable[str]) -> dict[str, TopicAssignment]:
+        """Assignments and ids of topics; an absent topic gives an empty assignment.
+
+        Data watches are armed for topics with a registered handler (PartitionModifications),
+        as Kafka's read does. Malformed topic znodes are logged and left out.
+        """
+        topic_list = list(topics)
+        results = self._get_many([paths.topic_path(t) for t in topic_list])
+        out: dict[str, TopicAssignment] = {}
+        for topic, res in zip(topic_list, results, strict=True):
+            if not res.ok:
+                out[topic] = TopicAssignment(topic, None, {})
+                continue
+            try:
+                out[topic] = codecs.decode_topic_assignment(topic, res.data, res.path)
+            except MalformedZnodeError as exc:
+                log.error("ignoring malformed topic znode", path=res.path, error=exc.problem)
+        self.arm_topic_watches(topic_list)
+        return out
+
+    def arm_topic_watches(self, topics: Iterable[str]) -> None:
+        for topic in topics:
+            path = paths.topic_path(topic)
+            watcher = self.watches.data_watcher(path)
+            if watcher is not None:
+                self.port.exists(path, watcher)
+
+    def set_topic_assignment(self, assignment: TopicAssignment, epoch_zk_version: int) -> None:
+        """Fenced, unconditional rewrite of ``/brokers/topics/T`` (setTopicAssignmentRaw)."""
+        path = paths.topic_path(assignment.topic)
+        result = self._writer.run_one(
+            [SetData(path, codecs.encode_topic_assignment(assignment), MATCH_ANY_VERSION)],
+            epoch_zk_version,
+        )
+        if isinstance(result, ZkError):
+            raise result
+
+    def set_topic_assignments(
+        self, assignments: Iterable[TopicAssignment], epoch_zk_version: int
+    ) -> dict[str, ZkError | None]:
+        items = {
+            a.topic: [SetData(paths.topic_path(a.topic), codecs.encode_topic_assignment(a))]
+            for a in assignments
+        }
+        results = self._writer.run(items, epoch_zk_version)
+        return {t: (r if isinstance(r, ZkError) else None) for t, r in results.items()}
+
+    def get_topic_partition_children(self, topic: str) -> list[int]:
+        out = []
+        for child in self.get_children(paths.topic_partitions_path(topic), watch=False):
+            try:
+                out.append(int(child))
+            except ValueError:
+                continue
+        return sorted(out)
+
+    def get_topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str] | Exception]:
+        """Per-topic overrides from ``/config/topics/T``; absent gives {}; errors per topic."""
+        topic_list = list(topics)
+        out: dict[str, dict[str, str] | Exception] = {}
+        results = self._get_many([paths.topic_config_path(t) for t in topic_list])
+        for topic, res in zip(topic_list, results, strict=True):
+            if isinstance(res.error, NoNodeError):
+                out[topic] = {}
+            elif res.error is not None:
+                out[topic] = res.error
+            else:
+                try:
+                    out[topic] = codecs.decode_topic_config(res.data, res.path)
+                except MalformedZnodeError as exc:
+                    out[topic] = exc
+        return out
+
+    # -- partition state -----------------------------------------------------------------
+
+    def get_partition_states_raw(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception]:
+        """Decoded state znodes; a missing node maps to NoNodeError, a bad one to its error."""
+        tps = list(partitions)
+        results = self._get_many([paths.partition_state_path(tp.topic, tp.partition) for tp in tps])
+        out: dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception] = {}
+        for tp, res in zip(tps, results, strict=True):
+            if res.error is not None:
+                out[tp] = res.error
+            elif not res.data:
+                out[tp] = NoNodeError("LeaderAndIsr information doesn't exist", res.path)
+            else:
+                try:
+                    out[tp] = codecs.decode_partition_state(res.data, res.stat.version, res.path)
+                except MalformedZnodeError as exc:
+                    out[tp] = exc
+        return out
+
+    def get_partition_states(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+        """Decoded states; missing nodes are skipped; malformed ones are logged and skipped."""
+        out = {}
+        for tp, res in self.get_partition_states_raw(partitions).items():
+            if isinstance(res, LeaderIsrAndControllerEpoch):
+                out[tp] = res
+            elif isinstance(res, MalformedZnodeError):
+                log.error("ignoring malformed partition state", path=res.path, error=res.problem)
+            elif not isinstance(res, NoNodeError):
+                raise res
+        return out
+
+    def create_topic_partition_states(
+        self,
+        states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+        epoch_zk_version: int,
+    ) -> dict[TopicPartition, ZkError | None]:
+        """Fenced creation of parents and ``state`` znodes (createTopicPartitionStatesRaw).
+
+        Parents that already exist are fine; a state znode that exists is NODEEXISTS for that
+        partition.
+        """
+        topics = {tp.topic for tp in states}
+        parents = {t: [Create(paths.topic_partitions_path(t))] for t in topics}
+        for _ in self._writer.run(parents, epoch_zk_version).values():
+            pass  # NODEEXISTS (or NONODE for a vanished topic, reported below) is expected
+        items: dict[TopicPartition, list[Op]] = {
+            tp: [
+                Create(paths.partition_path(tp.topic, tp.partition)),
+                Create(
+                    paths.partition_state_path(tp.topic, tp.partition),
+                    codecs.encode_partition_state(state),
+                ),
+            ]
+            for tp, state in states.items()
+        }
+        out: dict[TopicPartition, ZkError | None] = {}
+        retry: dict[TopicPartition, list[Op]] = {}
+        for tp, result in self._writer.run(items, epoch_zk_version).items():
+            if isinstance(result, NodeExistsError):
+                # Either the partition parent or the state exists; retrying with just the
+                # state tells which (a second NODEEXISTS means the state itself).
+                retry[tp] = items[tp][1:]
+            else:
+                out[tp] = result if isinstance(result, ZkError) else None
+        if retry:
+            for tp, result in self._writer.run(retry, epoch_zk_version).items():
+                out[tp] = result if isinstance(result, ZkError) else None
+        return out
+
+    def update_leader_and_isr(
+        self,
+        states: Mapping[TopicPartition, LeaderAndIsr],
+        controller_epoch: int,
+        epoch_zk_version: int,
+    ) -> UpdateLeaderAndIsrResult:
+        """Fenced conditional writes of state znodes at each state's ``partition_epoch``."""
+        items: dict[TopicPartition, list[Op]] = {
+            tp: [
+                SetData(
+                    paths.partition_state_path(tp.topic, tp.partition),
+                    codecs.encode_partition_state(
+                        LeaderIsrAndControllerEpoch(lai, controller_epoch)
+                    ),
+                    lai.partition_epoch,
+                )
+            ]
+            for tp, lai in states.items()
+        }
+        finished: dict[TopicPartition, LeaderAndIsr | Exception] = {}
+        to_retry: set[TopicPartition] = set()
+        for tp, result in self._writer.run(items, epoch_zk_version).items():
+            if isinstance(result, BadVersionError):
+                to_retry.add(tp)
+            elif isinstance(result, ZkError):
+                finished[tp] = result
+            else:
+                stat = result[0].stat
+                assert stat is not None
+                finished[tp] = states[tp].with_partition_epoch(stat.version)
+        return UpdateLeaderAndIsrResult(finished, to_retry)
+
+    # -- topic deletion ------------------------------------------------------------------
+
+    def get_topic_deletions(self) -> list[str]:
+        return sorted(self.get_children(paths.DELETE_TOPICS))
+
+    def delete_topic_deletions(self, topics: Iterable[str], epoch_zk_version: int) -> None:
+        self._delete_all([paths.delete_topic_path(t) for t in topics], epoch_zk_version)
+
+    def delete_topic_configs(self, topics: Iterable[str], epoch_zk_version: int) -> None:
+        self._delete_all([paths.topic_config_path(t) for t in topics], epoch_zk_version)
+
+    def delete_topic_znode(self, topic: str, epoch_zk_version: int) -> bool:
+        """Fenced recursive delete of ``/brokers/topics/T``; False when it did not exist."""
+        return self.delete_recursive(paths.topic_path(topic), epoch_zk_version)
+
+    def delete_recursive(self, path: str, epoch_zk_version: int) -> bool:
+        tree = self._list_tree(path)
+        if not tree:
+            return False
+        # Children before parents: deepest paths first.
+        tree.sort(key=lambda p: p.count("/"), reverse=True)
+        self._delete_all(tree, epoch_zk_version)
+        return True
+
+    def _list_tree(self, path: str) -> list[str]:
+        try:
+            children = self.port.get_children(path)
+        except NoNodeError:
+            return []
+        out = [path]
+        for child in children:
+            out.extend(self._list_tree(f"{path}/{child}"))
+        return out
+
+    def _delete_all(self, path_list: list[str], epoch_zk_version: int) -> None:
+        """Fenced deletes; a missing node is not an error. Groups by depth to keep order."""
+        by_depth: dict[int, list[str]] = {}
+        for p in path_list:
+            by_depth.setdefault(p.count("/"), []).append(p)
+        for depth in sorted(by_depth, reverse=True):
+            items = {p: [Delete(p)] for p in by_depth[depth]}
+            for p, result in self._writer.run(items, epoch_zk_version).items():
+                if isinstance(result, ZkError) and not isinstance(result, NoNodeError):
+                    raise result if result.path else type(result)(str(result), p)
+
+    # -- notifications -------------------------------------------------------------------
+
+    def get_all_isr_change_notifications(self) -> list[str]:
+        return sorted(self.get_children(paths.ISR_CHANGE_NOTIFICATION))
+
+    def get_partitions_from_isr_change_notifications(
+        self, names: Iterable[str]
+    ) -> set[TopicPartition]:
+        out: set[TopicPartition] = set()
+        name_list = [f"{paths.ISR_CHANGE_NOTIFICATION}/{n}" for n in names]
+        for res in self._get_many(name_list):
+            if not res.ok:
+                continue
+            try:
+                out |= codecs.decode_isr_change_notification(res.data, res.path)
+            except MalformedZnodeError as exc:
+                log.error(
+                    "ignoring malformed ISR change notification", path=res.path, error=exc.problem
+                )
+        return out
+
+    def delete_isr_change_notifications(self, names: Iterable[str], epoch_zk_version: int) -> None:
+        self._delete_all([f"{paths.ISR_CHANGE_NOTIFICATION}/{n}" for n in names], epoch_zk_version)
+
+    def get_all_log_dir_event_notifications(self) -> list[str]:
+        return sorted(self.get_children(paths.LOG_DIR_EVENT_NOTIFICATION))
+
+    def get_broker_ids_from_log_dir_events(self, names: Iterable[str]) -> list[int]:
+        out = []
+        name_list = [f"{paths.LOG_DIR_EVENT_NOTIFICATION}/{n}" for n in names]
+        for res in self._get_many(name_list):
+            if not res.ok:
+                continue
+            try:
+                out.append(codecs.decode_log_dir_event(res.data, res.path))
+            except MalformedZnodeError as exc:
+                log.error("ignoring malformed log dir event", path=res.path, error=exc.problem)
+        return out
+
+    def delete_log_dir_event_notifications(
+        self, names: Iterable[str], epoch_zk_version: int
+    ) -> None:
+        self._delete_all(
+            [f"{paths.LOG_DIR_EVENT_NOTIFICATION}/{n}" for n in names], epoch_zk_version
+        )
+
+    # -- admin znodes --------------------------------------------------------------------
+
+    def get_partition_reassignment(self) -> dict[TopicPartition, tuple[int, ...]]:
+        """``/admin/reassign_partitions``; absent or malformed gives {} (Kafka's handling)."""
+        got = self.get_data(paths.REASSIGN_PARTITIONS, watch=False)
+        if got is None:
+            return {}
+        try:
+            return codecs.decode_reassignment(got[0], paths.REASSIGN_PARTITIONS)
+        except MalformedZnodeError as exc:
+            log.warning("ignoring malformed reassignment request", path=exc.path, error=exc.problem)
+            return {}
+
+    def reassign_partitions_in_progress(self) -> bool:
+        return self.port.exists(paths.REASSIGN_PARTITIONS) is not None
+
+    def set_or_create_partition_reassignment(
+        self, reassignment: Mapping[TopicPartition, Iterable[int]], epoch_zk_version: int
+    ) -> None:
+        data = codecs.encode_reassignment({tp: tuple(r) for tp, r in reassignment.items()})
+        result = self._writer.run_one([SetData(paths.REASSIGN_PARTITIONS, data)], epoch_zk_version)
+        if isinstance(result, NoNodeError):
+            result = self._writer.run_one(
+                [Create(paths.REASSIGN_PARTITIONS, data)], epoch_zk_version
+            )
+        if isinstance(result, ZkError):
+            raise result
+
+    def delete_partition_reassignment(self, epoch_zk_version: int) -> None:
+        self.delete_recursive(paths.REASSIGN_PARTITIONS, epoch_zk_version)
+
+    def get_preferred_replica_election(self) -> set[TopicPartition]:
+        got = self.get_data(paths.PREFERRED_REPLICA_ELECTION, watch=False)
+        if got is None:
+            return set()
+        try:
+            return codecs.decode_preferred_replica_election(
+                got[0], paths.PREFERRED_REPLICA_ELECTION
+            )
+        except MalformedZnodeError as exc:
+            log.warning(
+                "ignoring malformed preferred replica election request",
+                path=exc.path,
+                error=exc.problem,
+            )
+            return set()
+
+    def delete_preferred_replica_election(self, epoch_zk_version: int) -> None:
+        self._delete_all([paths.PREFERRED_REPLICA_ELECTION], epoch_zk_version)
+
+
+def assignment_with(
+    current: TopicAssignment, partition: int, assignment: ReplicaAssignment
+) -> TopicAssignment:
+    """The topic's assignment with one partition replaced (used by reassignment)."""
+    partitions = dict(current.partitions)
+    partitions[partition] = assignment
+    return TopicAssignment(current.topic, current.topic_id, partitions)
+
+
+__all__ = ["OpResult", "UpdateLeaderAndIsrResult", "ZkGateway", "assignment_with"]
