@@ -92,17 +92,29 @@ class LeaderAndIsr:
 
     def new_leader_and_isr(self, leader: int, isr: Iterable[int]) -> LeaderAndIsr:
         return LeaderAndIsr(
-            leader, self.leader_epoch + 1, tuple(isr), self.leader_recovery_state, self.partition_epoch
+            leader,
+            self.leader_epoch + 1,
+            tuple(isr),
+            self.leader_recovery_state,
+            self.partition_epoch,
         )
 
     def new_recovering_leader_and_isr(self, leader: int, isr: Iterable[int]) -> LeaderAndIsr:
         return LeaderAndIsr(
-            leader, self.leader_epoch + 1, tuple(isr), LeaderRecoveryState.RECOVERING, self.partition_epoch
+            leader,
+            self.leader_epoch + 1,
+            tuple(isr),
+            LeaderRecoveryState.RECOVERING,
+            self.partition_epoch,
         )
 
     def new_epoch(self) -> LeaderAndIsr:
         return LeaderAndIsr(
-            self.leader, self.leader_epoch + 1, self.isr, self.leader_recovery_state, self.partition_epoch
+            self.leader,
+            self.leader_epoch + 1,
+            self.isr,
+            self.leader_recovery_state,
+            self.partition_epoch,
         )
 
     def with_partition_epoch(self, partition_epoch: int) -> LeaderAndIsr:

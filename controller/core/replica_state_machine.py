@@ -1,0 +1,306 @@
+"""The replica state machine (Kafka's ``ZkReplicaStateMachine``, reference §3.4).
+
+Seven states from NewReplica to NonExistentReplica. The transition with effects in ZooKeeper
+is OfflineReplica: the replica leaves the ISR of every partition it is in (leader -1 when it
+led; the ISR is never emptied, pitfall 1), written conditionally on the state read from
+ZooKeeper, with LeaderAndIsr to the remaining replicas. Replicas are handled grouped by broker,
+in broker-id order; invalid transitions are logged and not applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import structlog
+
+from controller.core import transitions
+from controller.core.errors import StateChangeFailedError
+from controller.core.model import (
+    NO_LEADER,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    PartitionAndReplica,
+    ReplicaAssignment,
+    ReplicaState,
+    TopicPartition,
+)
+from controller.zk.errors import ControllerMovedError, NoNodeError
+
+if TYPE_CHECKING:
+    from controller.channel.batch import ControllerBrokerRequestBatch
+    from controller.core.controller import Controller
+
+log = structlog.get_logger("controller.replica_state_machine")
+
+NewReplica = ReplicaState.NewReplica
+OnlineReplica = ReplicaState.OnlineReplica
+OfflineReplica = ReplicaState.OfflineReplica
+DeletionStarted = ReplicaState.ReplicaDeletionStarted
+DeletionSuccessful = ReplicaState.ReplicaDeletionSuccessful
+DeletionIneligible = ReplicaState.ReplicaDeletionIneligible
+NonExistentReplica = ReplicaState.NonExistentReplica
+
+
+class ReplicaStateMachine:
+    def __init__(self, ctl: Controller, batch: ControllerBrokerRequestBatch) -> None:
+        self.ctl = ctl
+        self.batch = batch
+
+    @property
+    def _ctx(self):
+        return self.ctl.context
+
+    # -- start-up ------------------------------------------------------------------------
+
+    def startup(self) -> None:
+        self.initialize_replica_state()
+        online, offline = self._ctx.online_and_offline_replicas()
+        self.handle_state_changes(online, OnlineReplica)
+        self.handle_state_changes(offline, OfflineReplica)
+
+    def initialize_replica_state(self) -> None:
+        ctx = self._ctx
+        for tp in ctx.all_partitions():
+            for replica in ctx.partition_replica_assignment(tp):
+                pr = PartitionAndReplica(tp, replica)
+                # Offline replicas start as ineligible for deletion so that deleting a topic
+                # with a replica on a dead broker is marked failed (reference §3.4).
+                state = OnlineReplica if ctx.is_replica_online(replica, tp) else DeletionIneligible
+                ctx.put_replica_state(pr, state)
+
+    # -- transitions ---------------------------------------------------------------------
+
+    def handle_state_changes(
+        self, replicas: Iterable[PartitionAndReplica], target: ReplicaState
+    ) -> None:
+        by_broker: dict[int, list[PartitionAndReplica]] = {}
+        for pr in replicas:
+            by_broker.setdefault(pr.replica, []).append(pr)
+        if not by_broker:
+            return
+        self.batch.new_batch()
+        try:
+            for broker_id in sorted(by_broker):
+                self._do_handle_state_changes(broker_id, sorted(by_broker[broker_id]), target)
+            self.batch.send_requests_to_brokers(self._ctx.epoch)
+        except ControllerMovedError:
+            self.batch.clear()
+            raise
+        except Exception:
+            log.exception("error while moving replicas", target=target.name)
+            self.batch.clear()
+
+    def _do_handle_state_changes(
+        self, replica_id: int, replicas: Sequence[PartitionAndReplica], target: ReplicaState
+    ) -> None:
+        ctx = self._ctx
+        scl = self.ctl.state_change_log
+        for pr in replicas:
+            ctx.put_replica_state_if_not_exists(pr, NonExistentReplica)
+        valid, invalid = ctx.check_valid_replica_state_change(replicas, target)
+        for pr in invalid:
+            current = ctx.replica_state(pr)
+            message = transitions.invalid_replica_transition_message(pr, current, target)
+            log.error("invalid replica state transition", replica=str(pr), error=message)
+            scl.replica(pr.tp, pr.replica, current, target, result="invalid", error=message)
+
+        if target is NewReplica:
+            self._to_new(replica_id, valid)
+        elif target is OnlineReplica:
+            self._to_online(replica_id, valid)
+        elif target is OfflineReplica:
+            self._to_offline(replica_id, valid)
+        elif target is DeletionStarted:
+            for pr in valid:
+                self._record(pr, target)
+                self.batch.add_stop_replica_request_for_brokers(
+                    (replica_id,), pr.tp, delete_partition=True
+                )
+        elif target is NonExistentReplica:
+            for pr in valid:
+                assignment = ctx.partition_full_replica_assignment(pr.tp)
+                ctx.update_partition_full_replica_assignment(
+                    pr.tp, assignment.remove_replica(replica_id)
+                )
+                scl.replica(pr.tp, pr.replica, ctx.replica_state(pr), target)
+                ctx.remove_replica_state(pr)
+        else:  # ReplicaDeletionSuccessful, ReplicaDeletionIneligible: state only
+            for pr in valid:
+                self._record(pr, target)
+
+    def _record(self, pr: PartitionAndReplica, target: ReplicaState) -> None:
+        ctx = self._ctx
+        info = ctx.partition_leadership_info(pr.tp)
+        lai = info.leader_and_isr if info is not None else None
+        self.ctl.state_change_log.replica(
+            pr.tp,
+            pr.replica,
+            ctx.replica_state(pr),
+            target,
+            leader=lai.leader if lai else None,
+            leader_epoch=lai.leader_epoch if lai else None,
+            isr=lai.isr if lai else None,
+        )
+        ctx.put_replica_state(pr, target)
+
+    def _to_new(self, replica_id: int, replicas: Sequence[PartitionAndReplica]) -> None:
+        ctx = self._ctx
+        for pr in replicas:
+            info = ctx.partition_leadership_info(pr.tp)
+            if info is not None and info.leader_and_isr.leader == replica_id:
+                error = StateChangeFailedError(
+                    f"Replica {replica_id} for partition {pr.tp} cannot be moved to NewReplica "
+                    "state as it is being requested to become leader"
+                )
+                self._log_failed(pr, NewReplica, error)
+                continue
+            if info is not None:
+                self.batch.add_leader_and_isr_request_for_brokers(
+                    (replica_id,),
+                    pr.tp,
+                    info,
+                    ctx.partition_full_replica_assignment(pr.tp),
+                    is_new=True,
+                )
+            self._record(pr, NewReplica)
+
+    def _to_online(self, replica_id: int, replicas: Sequence[PartitionAndReplica]) -> None:
+        ctx = self._ctx
+        for pr in replicas:
+            if ctx.replica_state(pr) is NewReplica:
+                assignment = ctx.partition_full_replica_assignment(pr.tp)
+                if replica_id not in assignment.replicas:
+                    log.error(
+                        "replica is not in the assignment; adding it",
+                        replica=str(pr),
+                        assignment=str(assignment),
+                    )
+                    ctx.update_partition_full_replica_assignment(
+                        pr.tp,
+                        ReplicaAssignment(
+                            (*assignment.replicas, replica_id),
+                            assignment.adding_replicas,
+                            assignment.removing_replicas,
+                        ),
+                    )
+            else:
+                info = ctx.partition_leadership_info(pr.tp)
+                if info is not None:
+                    self.batch.add_leader_and_isr_request_for_brokers(
+                        (replica_id,),
+                        pr.tp,
+                        info,
+                        ctx.partition_full_replica_assignment(pr.tp),
+                        is_new=False,
+                    )
+            self._record(pr, OnlineReplica)
+
+    def _to_offline(self, replica_id: int, replicas: Sequence[PartitionAndReplica]) -> None:
+        ctx = self._ctx
+        for pr in replicas:
+            self.batch.add_stop_replica_request_for_brokers(
+                (replica_id,), pr.tp, delete_partition=False
+            )
+        with_leadership = [pr for pr in replicas if ctx.partition_leadership_info(pr.tp)]
+        without_leadership = [pr for pr in replicas if not ctx.partition_leadership_info(pr.tp)]
+        updated = self.remove_replicas_from_isr(replica_id, [pr.tp for pr in with_leadership])
+        for tp, info in updated.items():
+            if not ctx.is_topic_queued_up_for_deletion(tp.topic):
+                recipients = [r for r in ctx.partition_replica_assignment(tp) if r != replica_id]
+                self.batch.add_leader_and_isr_request_for_brokers(
+                    recipients, tp, info, ctx.partition_full_replica_assignment(tp), is_new=False
+                )
+            self._record(PartitionAndReplica(tp, replica_id), OfflineReplica)
+        for pr in without_leadership:
+            self.batch.add_update_metadata_request_for_brokers(
+                ctx.live_or_shutting_down_broker_ids(), (pr.tp,)
+            )
+            self._record(pr, OfflineReplica)
+
+    # -- ISR removal ---------------------------------------------------------------------
+
+    def remove_replicas_from_isr(
+        self, replica_id: int, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+        """Take ``replica_id`` out of each partition's ISR in ZooKeeper, retrying BADVERSION.
+
+        Returns the resulting leadership (written or unchanged) per partition; failures are
+        logged and left out.
+        """
+        results: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        remaining = list(partitions)
+        while remaining:
+            finished, remaining = self._do_remove_replicas_from_isr(replica_id, remaining)
+            for tp, outcome in finished.items():
+                if isinstance(outcome, LeaderIsrAndControllerEpoch):
+                    results[tp] = outcome
+                else:
+                    self._log_failed(PartitionAndReplica(tp, replica_id), OfflineReplica, outcome)
+        return results
+
+    def _do_remove_replicas_from_isr(
+        self, replica_id: int, partitions: list[TopicPartition]
+    ) -> tuple[dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception], list[TopicPartition]]:
+        ctx = self._ctx
+        finished: dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception] = {}
+        raw = self.ctl.gateway.get_partition_states_raw(partitions)
+        unchanged: dict[TopicPartition, LeaderAndIsr] = {}
+        adjusted: dict[TopicPartition, LeaderAndIsr] = {}
+        for tp in partitions:
+            res = raw.get(tp)
+            if isinstance(res, LeaderIsrAndControllerEpoch):
+                if res.controller_epoch > ctx.epoch:
+                    finished[tp] = StateChangeFailedError(
+                        f"Leader and isr path written by another controller. This probably "
+                        f"means the current controller with epoch {ctx.epoch} went through a "
+                        f"soft failure and another controller was elected with epoch "
+                        f"{res.controller_epoch}. Aborting state change by this controller"
+                    )
+                    continue
+                lai = res.leader_and_isr
+                if replica_id in lai.isr:
+                    leader = NO_LEADER if lai.leader == replica_id else lai.leader
+                    # The ISR is never emptied: the last member stays (pitfall 1).
+                    isr = (
+                        lai.isr
+                        if len(lai.isr) == 1
+                        else tuple(r for r in lai.isr if r != replica_id)
+                    )
+                    adjusted[tp] = lai.new_leader_and_isr(leader, isr)
+                else:
+                    unchanged[tp] = lai
+            elif isinstance(res, NoNodeError) or res is None:
+                if not ctx.is_topic_queued_up_for_deletion(tp.topic):
+                    finished[tp] = StateChangeFailedError(
+                        f"Failed to change state of replica {replica_id} for partition {tp} "
+                        "since the leader and isr path in zookeeper is empty"
+                    )
+            else:
+                finished[tp] = res
+        update = self.ctl.gateway.update_leader_and_isr(adjusted, ctx.epoch, ctx.epoch_zk_version)
+        for tp, lai in unchanged.items():
+            info = LeaderIsrAndControllerEpoch(lai, ctx.epoch)
+            ctx.put_partition_leadership_info(tp, info)
+            finished[tp] = info
+        for tp, outcome in update.finished.items():
+            if isinstance(outcome, LeaderAndIsr):
+                info = LeaderIsrAndControllerEpoch(outcome, ctx.epoch)
+                ctx.put_partition_leadership_info(tp, info)
+                finished[tp] = info
+            else:
+                finished[tp] = outcome
+        return finished, sorted(update.to_retry)
+
+    def _log_failed(
+        self, pr: PartitionAndReplica, target: ReplicaState, error: BaseException
+    ) -> None:
+        ctx = self._ctx
+        current = ctx.replica_state(pr)
+        message = transitions.failed_replica_state_change_message(
+            self.ctl.controller_id, ctx.epoch, pr, current, target
+        )
+        log.warning(message, replica=str(pr), error=str(error))
+        self.ctl.state_change_log.replica(
+            pr.tp, pr.replica, current, target, result="failed", error=str(error)
+        )
