@@ -1,0 +1,267 @@
+"""The controller hub: owns the components and dispatches events to handlers by concern.
+
+This is the part of Kafka's ``KafkaController`` that is not a handler: the event processor
+(``process``/``preempt``), the active-controller bookkeeping, the ZooKeeper session listener
+and the per-event metrics refresh. The handlers themselves live in ``controller.handlers``,
+one module per concern (controller election and failover, broker membership, topics, ...).
+
+Threading: ``process`` and everything it calls run on the controller event thread only. Other
+threads (ZooKeeper callbacks, gRPC servicers, timers, broker-response callbacks) only call
+``put``/``clear_and_put`` on ``self.events``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from controller.config import ControllerConfig
+from controller.core.context import ControllerContext
+from controller.core.event_manager import ControllerEventManager
+from controller.core.events import (
+    ControllerEvent,
+    Expire,
+    Probe,
+    RegisterBrokerAndReelect,
+    ReplyingEvent,
+    Startup,
+)
+from controller.core.model import ReplicaState, TopicPartition
+from controller.core.scheduler import Scheduler
+from controller.logs import bind_controller_context
+from controller.metrics import ControllerMetricsSnapshot
+from controller.state_change_log import NullStateChangeLog, StateChangeLog
+from controller.zk.errors import ControllerMovedError
+from controller.zk.gateway import ZkGateway
+from controller.zk.port import SessionState, ZkPort
+
+if TYPE_CHECKING:
+    from controller.channel.batch import ControllerBrokerRequestBatch
+    from controller.channel.manager import ControllerChannelManager
+    from controller.core.partition_state_machine import PartitionStateMachine
+    from controller.core.replica_state_machine import ReplicaStateMachine
+    from controller.handlers.failover import ControllerElection
+    from controller.metrics import ControllerMetrics
+
+log = structlog.get_logger("controller")
+
+Handler = Callable[[Any], None]
+
+
+class Controller:
+    def __init__(
+        self,
+        config: ControllerConfig,
+        port: ZkPort,
+        channel: ControllerChannelManager,
+        *,
+        state_change_log: StateChangeLog | NullStateChangeLog | None = None,
+        metrics: ControllerMetrics | None = None,
+    ) -> None:
+        self.config = config
+        self.controller_id = config.controller_id
+        self.port = port
+        self.gateway = ZkGateway(port)
+        self.context = ControllerContext()
+        self.channel = channel
+        self.state_change_log = state_change_log or NullStateChangeLog()
+        self.metrics = metrics
+        self.scheduler = Scheduler()
+        self.active_controller_id = -1
+        self.unclean_leader_elections = 0
+        self.events = ControllerEventManager(
+            self,
+            on_queue_time=metrics.observe_event_queue_time if metrics else None,
+            on_processed=self._on_processed,
+        )
+        self._session_lost = False
+        self._handlers: dict[type[ControllerEvent], Handler] = {}
+        if metrics is not None:
+            metrics.set_state_source(lambda: self.events.state)
+            metrics.set_queue_size_source(self.events.queue_size)
+        self._build_components()
+
+    # -- composition ---------------------------------------------------------------------
+
+    def _build_components(self) -> None:
+        from controller.channel.batch import ControllerBrokerRequestBatch
+        from controller.core.partition_state_machine import PartitionStateMachine
+        from controller.core.replica_state_machine import ReplicaStateMachine
+        from controller.handlers import all_handlers
+        from controller.handlers.failover import ControllerElection
+
+        def new_batch() -> ControllerBrokerRequestBatch:
+            return ControllerBrokerRequestBatch(
+                self.controller_id,
+                self.context,
+                self.channel,
+                self.events.put,
+                self.state_change_log,
+            )
+
+        self.request_batch: ControllerBrokerRequestBatch = new_batch()
+        self.replica_state_machine: ReplicaStateMachine = ReplicaStateMachine(self, new_batch())
+        self.partition_state_machine: PartitionStateMachine = PartitionStateMachine(
+            self, new_batch()
+        )
+        self.election: ControllerElection = ControllerElection(self)
+        for handler in all_handlers(self):
+            for event_type, fn in handler.handlers().items():
+                self._handlers[event_type] = fn
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def is_active(self) -> bool:
+        return self.active_controller_id == self.controller_id
+
+    @property
+    def epoch(self) -> int:
+        return self.context.epoch
+
+    def put(self, event: ControllerEvent) -> None:
+        self.events.put(event)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def startup(self) -> None:
+        """Kafka's ``startup``: listen to the session, queue ``Startup``, start the thread."""
+        self.port.add_session_listener(self._on_session_state)
+        self.events.put(Startup())
+        self.events.start()
+
+    def shutdown(self) -> None:
+        """Stop processing; resign in memory. Does not delete ``/controller`` (see Resign)."""
+        self.events.close()
+        self.scheduler.shutdown()
+        try:
+            self.election.on_controller_resignation()
+        except Exception:
+            log.exception("resignation during shutdown failed")
+        self.active_controller_id = -1
+        self.refresh_metrics()
+
+    def _on_session_state(self, state: SessionState) -> None:
+        # Called on the ZooKeeper client's thread: only enqueue (reference §1.1, App. B).
+        if state is SessionState.LOST:
+            self._session_lost = True
+            if self.metrics is not None:
+                self.metrics.inc_zookeeper_session_expirations()
+            self.events.clear_and_put(Expire())
+        elif state is SessionState.CONNECTED and self._session_lost:
+            self._session_lost = False
+            self.events.put(RegisterBrokerAndReelect())
+        elif state is SessionState.SUSPENDED:
+            log.warning("ZooKeeper connection suspended; waiting for it to come back")
+
+    # -- the event processor -------------------------------------------------------------
+
+    def process(self, event: ControllerEvent) -> None:
+        bind_controller_context(self.controller_id, self.context.epoch)
+        self.state_change_log.set_event(event.name)
+        handler = self._handlers.get(type(event))
+        try:
+            if isinstance(event, Probe):
+                event.reply.set_result(event.fn(self))
+            elif handler is None:
+                log.warning("no handler for event", controller_event=event.name)
+                if isinstance(event, ReplyingEvent) and not event.reply.done():
+                    event.reply.set_exception(NotImplementedError(event.name))
+            else:
+                handler(event)
+        except ControllerMovedError as exc:
+            log.info(
+                "controller moved to another node", controller_event=event.name, reason=str(exc)
+            )
+            self._fail_reply(event, exc)
+            self.election.maybe_resign()
+        except Exception as exc:
+            log.exception("error processing event", controller_event=event.name)
+            self._fail_reply(event, exc)
+        finally:
+            self.state_change_log.flush()
+            self.refresh_metrics()
+            bind_controller_context(self.controller_id, self.context.epoch)
+
+    def preempt(self, event: ControllerEvent) -> None:
+        event.preempt()
+
+    @staticmethod
+    def _fail_reply(event: ControllerEvent, exc: BaseException) -> None:
+        if isinstance(event, ReplyingEvent) and not event.reply.done():
+            event.reply.set_exception(exc)
+
+    def _on_processed(self, state: Any, seconds: float, event: ControllerEvent) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_event_processing(state, seconds, event)
+        log.info(
+            "processed event",
+            controller_event=event.name,
+            duration_ms=round(seconds * 1000, 3),
+            active=self.is_active,
+        )
+
+    def refresh_metrics(self) -> None:
+        """Kafka's ``updateMetrics``, run after every event."""
+        if self.metrics is None:
+            return
+        if not self.is_active:
+            self.metrics.update(ControllerMetricsSnapshot())
+            return
+        ctx = self.context
+        queued = ctx.topics_to_be_deleted
+        replicas_to_delete = 0
+        replicas_ineligible = 0
+        for topic in queued:
+            for pr in ctx.replicas_for_topic(topic):
+                state = ctx.replica_state(pr)
+                if state is not ReplicaState.ReplicaDeletionSuccessful:
+                    replicas_to_delete += 1
+                if state is ReplicaState.ReplicaDeletionIneligible:
+                    replicas_ineligible += 1
+        self.metrics.update(
+            ControllerMetricsSnapshot(
+                active=True,
+                epoch=ctx.epoch,
+                global_topic_count=len(ctx.all_topics),
+                global_partition_count=ctx.partition_with_leaders_count(),
+                active_broker_count=len(ctx.live_broker_id_and_epochs()),
+                offline_partitions_count=ctx.offline_partition_count,
+                preferred_replica_imbalance_count=ctx.preferred_replica_imbalance_count,
+                topics_to_delete_count=len(queued),
+                replicas_to_delete_count=replicas_to_delete,
+                topics_ineligible_to_delete_count=len(ctx.topics_ineligible_for_deletion),
+                replicas_ineligible_to_delete_count=replicas_ineligible,
+            )
+        )
+
+    def record_unclean_election(self, tp: TopicPartition) -> None:
+        self.unclean_leader_elections += 1
+        if self.metrics is not None:
+            self.metrics.inc_unclean_leader_elections()
+        log.warning(
+            "unclean leader election: a replica outside the ISR became leader", partition=str(tp)
+        )
+
+    def send_update_metadata_request(
+        self, brokers: Iterable[int], partitions: Iterable[TopicPartition]
+    ) -> None:
+        """Kafka's ``sendUpdateMetadataRequest``: one UMR batch from the controller itself."""
+        batch = self.request_batch
+        batch.new_batch()
+        try:
+            batch.add_update_metadata_request_for_brokers(brokers, partitions)
+            batch.send_requests_to_brokers(self.context.epoch)
+        except Exception:
+            batch.clear()
+            raise
+
+    # -- helpers for handlers ------------------------------------------------------------
+
+    def call(self, fn: Callable[[Controller], Any], timeout: float | None = 30.0) -> Any:
+        """Run ``fn`` on the event thread and return its result (tests, status, benchmarks)."""
+        probe = Probe(fn=fn)
+        self.events.put(probe)
+        return probe.reply.result(timeout)

@@ -1,0 +1,266 @@
+"""Controller election, failover, resignation and session expiry (reference §2.3).
+
+Handles ``Startup``, ``ControllerChange``, ``Reelect``, ``RegisterBrokerAndReelect``,
+``Expire`` and our ``Resign`` (graceful stop). ``on_controller_failover`` is the ordered
+start-up of an elected controller; ``on_controller_resignation`` undoes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from controller.core.events import (
+    BrokerChange,
+    ControllerChange,
+    Expire,
+    IsrChangeNotification,
+    LogDirEventNotification,
+    Reelect,
+    RegisterBrokerAndReelect,
+    ReplicaLeaderElection,
+    Resign,
+    Startup,
+    TopicChange,
+    TopicDeletion,
+    ZkPartitionReassignment,
+)
+from controller.zk import paths
+from controller.zk.errors import ControllerMovedError, MalformedZnodeError
+from controller.zk.watches import ZNodeChangeHandler, ZNodeChildChangeHandler
+
+if TYPE_CHECKING:
+    from controller.core.controller import Controller
+
+log = structlog.get_logger("controller.failover")
+
+# A failed election (e.g. a malformed /controller_epoch) is retried after this long, so the
+# controller recovers by itself once the data is repaired.
+ELECTION_RETRY_BACKOFF_S = 2.0
+
+
+class ControllerElection:
+    def __init__(self, ctl: Controller) -> None:
+        self.ctl = ctl
+        self._failover_hooks: list[Any] = []
+
+    def handlers(self) -> dict[type, Any]:
+        return {
+            Startup: lambda e: self.process_startup(),
+            ControllerChange: lambda e: self.maybe_resign(),
+            Reelect: lambda e: self.process_reelect(),
+            RegisterBrokerAndReelect: lambda e: self.process_reelect(),
+            Expire: lambda e: self.process_expire(),
+            Resign: self.process_resign,
+        }
+
+    # -- the /controller watch -----------------------------------------------------------
+
+    def _controller_change_handler(self) -> ZNodeChangeHandler:
+        put = self.ctl.put
+        return ZNodeChangeHandler(
+            paths.CONTROLLER,
+            on_creation=lambda: put(ControllerChange()),
+            on_deletion=lambda: put(Reelect()),
+            on_data_change=lambda: put(ControllerChange()),
+        )
+
+    def process_startup(self) -> None:
+        self.ctl.gateway.ensure_persistent_paths()
+        self.ctl.gateway.register_change_handler_and_check_existence(
+            self._controller_change_handler()
+        )
+        self.elect()
+
+    def process_reelect(self) -> None:
+        self.maybe_resign()
+        self.elect()
+
+    def process_expire(self) -> None:
+        self.ctl.active_controller_id = -1
+        self.on_controller_resignation()
+
+    def process_resign(self, event: Resign) -> None:
+        """Graceful stop: resign and delete our own ``/controller`` so a standby takes over
+        at once instead of after the session timeout."""
+        try:
+            if self.ctl.is_active:
+                epoch_zk_version = self.ctl.context.epoch_zk_version
+                self.ctl.active_controller_id = -1
+                self.on_controller_resignation()
+                with contextlib.suppress(ControllerMovedError):
+                    self.ctl.gateway.delete_controller(epoch_zk_version)
+        finally:
+            event.done.set_result(None)
+
+    def _read_active_controller_id(self) -> int:
+        try:
+            active = self.ctl.gateway.get_controller_id()
+        except MalformedZnodeError as exc:
+            # Someone holds /controller but we cannot tell who; the watch is armed, so a
+            # repair or deletion of the node brings us back here.
+            log.error("cannot read the active controller", path=exc.path, error=exc.problem)
+            return -2
+        return -1 if active is None else active
+
+    def elect(self) -> None:
+        ctl = self.ctl
+        ctl.active_controller_id = self._read_active_controller_id()
+        if ctl.active_controller_id != -1:
+            log.debug(
+                "a controller is already active", active_controller_id=ctl.active_controller_id
+            )
+            return
+        try:
+            epoch, epoch_zk_version = ctl.gateway.register_controller_and_increment_epoch(
+                ctl.controller_id
+            )
+            ctl.context.epoch = epoch
+            ctl.context.epoch_zk_version = epoch_zk_version
+            ctl.active_controller_id = ctl.controller_id
+            ctl.state_change_log.set_epoch(epoch)
+            ctl.state_change_log.controller("elected")
+            if ctl.metrics is not None:
+                ctl.metrics.inc_failovers()
+            log.info(
+                "elected as the active controller", epoch=epoch, epoch_zk_version=epoch_zk_version
+            )
+            self.on_controller_failover()
+        except ControllerMovedError:
+            self.maybe_resign()
+            if ctl.active_controller_id != -1:
+                log.debug(
+                    "another controller was elected", active_controller_id=ctl.active_controller_id
+                )
+            else:
+                log.warning("elected but just resigned; another election will follow")
+        except Exception as exc:
+            log.error("error while electing or becoming controller", error=str(exc), exc_info=True)
+            self.trigger_controller_move()
+            self.ctl.scheduler.startup()
+            self.ctl.scheduler.schedule_once(
+                "reelect", ELECTION_RETRY_BACKOFF_S, lambda: self.ctl.put(Reelect())
+            )
+
+    def maybe_resign(self) -> None:
+        ctl = self.ctl
+        was_active = ctl.is_active
+        ctl.gateway.register_change_handler_and_check_existence(self._controller_change_handler())
+        ctl.active_controller_id = self._read_active_controller_id()
+        if was_active and not ctl.is_active:
+            self.on_controller_resignation()
+
+    def trigger_controller_move(self) -> None:
+        ctl = self.ctl
+        ctl.active_controller_id = self._read_active_controller_id()
+        if not ctl.is_active:
+            log.warning("controller has already moved; not triggering a controller move")
+            return
+        epoch_zk_version = ctl.context.epoch_zk_version
+        ctl.active_controller_id = -1
+        self.on_controller_resignation()
+        try:
+            ctl.gateway.delete_controller(epoch_zk_version)
+        except ControllerMovedError:
+            log.warning("controller moved to another node while deleting /controller")
+
+    # -- failover ------------------------------------------------------------------------
+
+    def _child_handlers(self) -> list[ZNodeChildChangeHandler]:
+        put = self.ctl.put
+        return [
+            ZNodeChildChangeHandler(paths.BROKERS_IDS, lambda: put(BrokerChange())),
+            ZNodeChildChangeHandler(paths.BROKERS_TOPICS, lambda: put(TopicChange())),
+            ZNodeChildChangeHandler(paths.DELETE_TOPICS, lambda: put(TopicDeletion())),
+            ZNodeChildChangeHandler(
+                paths.LOG_DIR_EVENT_NOTIFICATION, lambda: put(LogDirEventNotification())
+            ),
+            ZNodeChildChangeHandler(
+                paths.ISR_CHANGE_NOTIFICATION, lambda: put(IsrChangeNotification())
+            ),
+        ]
+
+    def _admin_handlers(self) -> list[ZNodeChangeHandler]:
+        put = self.ctl.put
+        return [
+            ZNodeChangeHandler(
+                paths.PREFERRED_REPLICA_ELECTION, on_creation=lambda: put(ReplicaLeaderElection())
+            ),
+            ZNodeChangeHandler(
+                paths.REASSIGN_PARTITIONS, on_creation=lambda: put(ZkPartitionReassignment())
+            ),
+        ]
+
+    def on_controller_failover(self) -> None:
+        """Kafka's ``onControllerFailover``, in Kafka's order (reference §2.3)."""
+        ctl = self.ctl
+        gateway = ctl.gateway
+        epoch_zk_version = ctl.context.epoch_zk_version
+        for handler in self._child_handlers():
+            gateway.register_child_handler(handler)
+        for change in self._admin_handlers():
+            gateway.register_change_handler_and_check_existence(change)
+        # Pending notifications are discarded: the full state read and the LeaderAndIsr sent
+        # below make up for them (pitfall 11).
+        gateway.delete_log_dir_event_notifications(
+            gateway.get_all_log_dir_event_notifications(), epoch_zk_version
+        )
+        gateway.delete_isr_change_notifications(
+            gateway.get_all_isr_change_notifications(), epoch_zk_version
+        )
+        from controller.handlers.context_loader import initialize_controller_context
+
+        initialize_controller_context(ctl)
+        deletion = getattr(ctl, "topic_deletion_manager", None)
+        if deletion is not None:
+            deletion.init_from_zookeeper()
+        ctl.send_update_metadata_request(ctl.context.live_or_shutting_down_broker_ids(), ())
+        ctl.replica_state_machine.startup()
+        ctl.partition_state_machine.startup()
+        for hook in self._failover_hooks:
+            hook()
+        ctl.scheduler.startup()
+        log.info(
+            "controller failover complete",
+            epoch=ctl.context.epoch,
+            brokers=len(ctl.context.live_or_shutting_down_broker_ids()),
+            partitions=ctl.context.partition_count(),
+        )
+        ctl.state_change_log.controller("ready")
+
+    def add_failover_hook(self, hook: Any) -> None:
+        """Steps that later concerns add to the end of failover (reassignments, deletions,
+        pending preferred elections, auto-rebalance), in registration order."""
+        self._failover_hooks.append(hook)
+
+    def on_controller_resignation(self) -> None:
+        """Kafka's ``onControllerResignation``, in Kafka's order; idempotent."""
+        ctl = self.ctl
+        gateway = ctl.gateway
+        was_ready = ctl.context.epoch != 0
+        for path in (paths.ISR_CHANGE_NOTIFICATION, paths.LOG_DIR_EVENT_NOTIFICATION):
+            gateway.unregister_child_handler(path)
+        for path in (paths.REASSIGN_PARTITIONS, paths.PREFERRED_REPLICA_ELECTION):
+            gateway.unregister_change_handler(path)
+        for broker_id in ctl.context.live_or_shutting_down_broker_ids():
+            gateway.unregister_change_handler(paths.broker_path(broker_id))
+        ctl.scheduler.shutdown()
+        gateway.unregister_child_handler(paths.BROKERS_TOPICS)
+        for topic in ctl.context.all_topics:
+            gateway.unregister_change_handler(paths.topic_path(topic))
+        gateway.unregister_child_handler(paths.DELETE_TOPICS)
+        gateway.unregister_child_handler(paths.BROKERS_IDS)
+        ctl.channel.shutdown()
+        for batch in (
+            ctl.request_batch,
+            ctl.partition_state_machine.batch,
+            ctl.replica_state_machine.batch,
+        ):
+            batch.clear()
+        ctl.context.reset_context()
+        if was_ready:
+            ctl.state_change_log.controller("resigned")
+            ctl.state_change_log.set_epoch(None)
+            log.info("resigned as the active controller")

@@ -1,0 +1,179 @@
+"""Topics and partitions (reference §2.5): ``TopicChange``, ``PartitionModifications``,
+topic ids, and ``onNewPartitionCreation``."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from controller.core.election import OfflinePartitionLeaderElectionStrategy
+from controller.core.events import PartitionModifications, TopicChange
+from controller.core.model import (
+    PartitionAndReplica,
+    PartitionState,
+    ReplicaState,
+    TopicAssignment,
+    TopicPartition,
+)
+from controller.zk import paths
+from controller.zk.watches import ZNodeChangeHandler
+
+if TYPE_CHECKING:
+    from controller.core.controller import Controller
+
+log = structlog.get_logger("controller.topics")
+
+
+def new_topic_id() -> str:
+    """A Kafka ``Uuid``: 16 random bytes, URL-safe base64 without padding (22 chars).
+
+    Kafka never hands out an id starting with '-' (it would read like a command-line flag).
+    """
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+        if not text.startswith("-"):
+            return text
+
+
+def register_partition_modifications_handlers(ctl: Controller, topics: Iterable[str]) -> None:
+    put = ctl.put
+    for topic in topics:
+        ctl.gateway.register_change_handler(
+            ZNodeChangeHandler(
+                paths.topic_path(topic),
+                on_data_change=lambda t=topic: put(PartitionModifications(topic=t)),
+            )
+        )
+
+
+def process_topic_ids(ctl: Controller, assignments: Mapping[str, TopicAssignment]) -> None:
+    """Give every topic without an id a new one (fenced rewrite), then record all ids."""
+    ctx = ctl.context
+    missing = [a for a in assignments.values() if a.topic_id is None and a.partitions]
+    with_ids = {a.topic: a for a in assignments.values() if a.topic_id is not None}
+    if missing:
+        updated = [TopicAssignment(a.topic, new_topic_id(), a.partitions) for a in missing]
+        errors = ctl.gateway.set_topic_assignments(updated, ctx.epoch_zk_version)
+        for a in updated:
+            if errors.get(a.topic) is None:
+                with_ids[a.topic] = a
+            else:
+                log.error("could not assign a topic id", topic=a.topic, error=str(errors[a.topic]))
+    for topic, a in with_ids.items():
+        try:
+            ctx.add_topic_id(topic, a.topic_id)
+        except ValueError as exc:
+            log.error("conflicting topic id", topic=topic, error=str(exc))
+
+
+def store_assignments(
+    ctl: Controller, assignments: Iterable[TopicAssignment]
+) -> list[TopicPartition]:
+    ctx = ctl.context
+    stored = []
+    for a in assignments:
+        for partition in sorted(a.partitions):
+            tp = TopicPartition(a.topic, partition)
+            ra = a.partitions[partition]
+            ctx.update_partition_full_replica_assignment(tp, ra)
+            if ra.is_being_reassigned:
+                ctx.partitions_being_reassigned.add(tp)
+            stored.append(tp)
+    return stored
+
+
+def on_new_partition_creation(ctl: Controller, partitions: Sequence[TopicPartition]) -> None:
+    """New -> (NewReplica) -> Online -> (OnlineReplica), reference §2.5."""
+    ctx = ctl.context
+    log.info("new partition creation callback", partitions=len(partitions))
+    replicas = [
+        PartitionAndReplica(tp, r)
+        for tp in partitions
+        for r in ctx.partition_replica_assignment(tp)
+    ]
+    ctl.partition_state_machine.handle_state_changes(partitions, PartitionState.NewPartition)
+    ctl.replica_state_machine.handle_state_changes(replicas, ReplicaState.NewReplica)
+    ctl.partition_state_machine.handle_state_changes(
+        partitions, PartitionState.OnlinePartition, OfflinePartitionLeaderElectionStrategy(False)
+    )
+    ctl.replica_state_machine.handle_state_changes(replicas, ReplicaState.OnlineReplica)
+
+
+class Topics:
+    def __init__(self, ctl: Controller) -> None:
+        self.ctl = ctl
+
+    def handlers(self) -> dict[type, Any]:
+        return {
+            TopicChange: lambda e: self.process_topic_change(),
+            PartitionModifications: lambda e: self.process_partition_modifications(e.topic),
+        }
+
+    def process_topic_change(self) -> None:
+        ctl = self.ctl
+        if not ctl.is_active:
+            return
+        ctx = ctl.context
+        topics = ctl.gateway.get_all_topics(watch=True)
+        new_topics = sorted(topics - ctx.all_topics)
+        deleted = sorted(ctx.all_topics - topics)
+        ctx.set_all_topics(topics)
+        register_partition_modifications_handlers(ctl, new_topics)
+        assignments = ctl.gateway.get_topic_assignments(new_topics)
+        for topic in deleted:
+            # Only for a topic znode removed without going through controller deletion.
+            log.warning("topic znode vanished outside topic deletion", topic=topic)
+            ctl.gateway.unregister_change_handler(paths.topic_path(topic))
+            ctx.remove_topic(topic)
+        process_topic_ids(ctl, assignments)
+        new_partitions = store_assignments(ctl, assignments.values())
+        if new_topics:
+            log.info("new topics", topics=new_topics, deleted_topics=deleted)
+        if new_partitions:
+            on_new_partition_creation(ctl, new_partitions)
+
+    def process_partition_modifications(self, topic: str) -> None:
+        ctl = self.ctl
+        if not ctl.is_active:
+            return
+        ctx = ctl.context
+        assignment = ctl.gateway.get_topic_assignments([topic]).get(topic)
+        if assignment is None:
+            return  # malformed: already logged with its path; the watch is re-armed
+        to_add = {
+            p: ra
+            for p, ra in assignment.partitions.items()
+            if not ctx.partition_replica_assignment(TopicPartition(topic, p))
+        }
+        if ctx.is_topic_queued_up_for_deletion(topic):
+            if to_add:
+                log.warning(
+                    "partitions added to a topic being deleted; restoring the topic znode",
+                    topic=topic,
+                    partitions=sorted(to_add),
+                )
+                self._restore_topic_znode(topic, assignment.topic_id)
+            else:
+                log.info("ignoring partition change of a topic being deleted", topic=topic)
+            return
+        if not to_add:
+            return  # changes to existing partitions' replicas are ignored (pitfall 13)
+        added = store_assignments(ctl, [TopicAssignment(topic, assignment.topic_id, to_add)])
+        log.info("new partitions for topic", topic=topic, partitions=sorted(to_add))
+        on_new_partition_creation(ctl, added)
+
+    def _restore_topic_znode(self, topic: str, topic_id: str | None) -> None:
+        ctx = self.ctl.context
+        partitions = {}
+        for p in self.ctl.gateway.get_topic_partition_children(topic):
+            ra = ctx.partition_full_replica_assignment(TopicPartition(topic, p))
+            if ra.replicas:
+                partitions[p] = ra
+        self.ctl.gateway.set_topic_assignment(
+            TopicAssignment(topic, topic_id or ctx.topic_ids.get(topic), partitions),
+            ctx.epoch_zk_version,
+        )
