@@ -6,8 +6,10 @@ their one-shot watches. ``open_session()`` returns a ``MemoryZkSession``
 observable behaviour as ``KazooPort`` on a real server:
 
 - Stats: ``czxid``/``mzxid`` come from the global zxid (one zxid per write, one per ``multi``),
-  ``version`` counts data changes, ``cversion`` child creations and deletions, and a sequential
-  node is named ``<path><parent cversion as 10 digits>`` as ZooKeeper does.
+  ``version`` counts data changes and ``cversion`` child creations plus deletions. As in
+  ZooKeeper (which stores only the creations and reports ``2 * creations - num_children``), a
+  sequential node is named ``<path><parent's creations so far as 10 digits>``: deletions do
+  not advance the sequence.
 - Errors are checked in ZooKeeper's order (e.g. ``NodeExists`` before
   ``NoChildrenForEphemerals``, ``BadVersion`` before ``NotEmpty``). A ``multi`` is applied op
   by op and undone on the first failure; its watches fire only if it commits.
@@ -107,7 +109,7 @@ class _Znode:
     mzxid: int
     ephemeral_owner: int = 0
     version: int = 0
-    cversion: int = 0
+    creations: int = 0  # children ever created: ZooKeeper's stored cversion, the sequence
     children: set[str] = field(default_factory=set)
 
     def stat(self) -> ZnodeStat:
@@ -115,7 +117,7 @@ class _Znode:
             czxid=self.czxid,
             mzxid=self.mzxid,
             version=self.version,
-            cversion=self.cversion,
+            cversion=2 * self.creations - len(self.children),
             ephemeral_owner=self.ephemeral_owner,
             num_children=len(self.children),
             data_length=len(self.data),
@@ -274,7 +276,7 @@ class MemoryZooKeeper:
         parent_path = _parent(path)
         parent = self._node(parent_path)
         if op.sequential:
-            path = f"{path}{parent.cversion:010d}"
+            path = f"{path}{parent.creations:010d}"
         if path in self._nodes:
             raise NodeExistsError(path=path)
         if parent.ephemeral_owner:
@@ -282,14 +284,14 @@ class MemoryZooKeeper:
         name = path.rsplit("/", 1)[1]
         self._nodes[path] = _Znode(op.data or b"", txn.zxid, txn.zxid, ephemeral_owner=owner)
         parent.children.add(name)
-        parent.cversion += 1
+        parent.creations += 1
         if owner:
             self._ephemerals[owner].add(path)
 
         def undo() -> None:
             del self._nodes[path]
             parent.children.discard(name)
-            parent.cversion -= 1
+            parent.creations -= 1
             if owner:
                 self._ephemerals[owner].discard(path)
 
@@ -320,7 +322,6 @@ class MemoryZooKeeper:
         name = path.rsplit("/", 1)[1]
         del self._nodes[path]
         parent.children.discard(name)
-        parent.cversion += 1
         owned = self._ephemerals.get(node.ephemeral_owner)
         if owned is not None:
             owned.discard(path)
@@ -328,7 +329,6 @@ class MemoryZooKeeper:
         def undo() -> None:
             self._nodes[path] = node
             parent.children.add(name)
-            parent.cversion -= 1
             if owned is not None:
                 owned.add(path)
 
