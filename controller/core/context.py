@@ -1,0 +1,742 @@
+"""``ControllerContext``: the controller's in-memory model of the cluster (spec 3.1).
+
+Threading: the context is mutable and has no locks. It must only be touched from the
+controller event thread (the single consumer of the event queue, spec 0.3); other threads
+enqueue events instead of reading or writing it.
+
+Layout. The context may hold 100K-1M partitions, so everything per partition lives in one
+slotted ``_PartitionEntry`` under ``topic -> partition id`` instead of one ``TopicPartition``-keyed
+dict per concern. Low-cardinality values (replica assignments, ISR tuples, per-partition replica
+state tuples) are interned, so the common case -- thousands of partitions with the same replica
+list and all replicas Online -- shares one object. Kafka's independent maps are kept as
+independent *fields*: each may be absent (None / empty) on its own, e.g. ``remove_topic`` drops
+assignments and leadership but, as in Kafka, leaves partition and replica states behind.
+
+Metric bookkeeping follows Kafka exactly (spec 3.1, pitfalls 15 and 16); see
+``put_partition_state`` and ``_has_preferred_leader``. Per-state counts are maintained
+incrementally so metrics and ``status`` are O(1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Container, Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from controller.core import transitions
+from controller.core.model import (
+    EMPTY_ASSIGNMENT,
+    EPOCH_DURING_DELETE,
+    NO_EPOCH,
+    Broker,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    PartitionAndReplica,
+    PartitionState,
+    ReplicaAssignment,
+    ReplicaState,
+    TopicPartition,
+)
+
+_T = TypeVar("_T")
+
+INITIAL_CONTROLLER_EPOCH = 0
+INITIAL_CONTROLLER_EPOCH_ZK_VERSION = 0
+
+# Past this many distinct interned values, stop adding: unique values (e.g. random assignments)
+# would then cost more in the table than sharing saves.
+_INTERN_LIMIT = 1 << 16
+
+# NewPartition is 0, so a state is falsy: test for a missing state with ``is None``.
+_OFFLINE = PartitionState.OfflinePartition
+_NON_EXISTENT = PartitionState.NonExistentPartition
+_NON_EXISTENT_REPLICA = ReplicaState.NonExistentReplica
+
+_ReplicaStates = tuple[tuple[int, ReplicaState], ...]
+
+
+class _PartitionEntry:
+    """Everything the context knows about one partition; each field may be absent."""
+
+    __slots__ = ("assignment", "leadership", "replica_states", "state")
+
+    def __init__(self) -> None:
+        self.assignment: ReplicaAssignment | None = None
+        self.leadership: LeaderIsrAndControllerEpoch | None = None
+        self.state: PartitionState | None = None
+        # (replica, state) pairs in insertion order; interned.
+        self.replica_states: _ReplicaStates = ()
+
+    def is_empty(self) -> bool:
+        return (
+            self.assignment is None
+            and self.leadership is None
+            and self.state is None
+            and not self.replica_states
+        )
+
+
+class _OnlineReplicas(Container[int]):
+    """``b in view`` == ``ctx.is_replica_online(b, tp, include_shutting_down)``."""
+
+    __slots__ = ("_ctx", "_include_shutting_down", "_tp")
+
+    def __init__(self, ctx: ControllerContext, tp: TopicPartition, include: bool) -> None:
+        self._ctx = ctx
+        self._tp = tp
+        self._include_shutting_down = include
+
+    def __contains__(self, broker_id: object) -> bool:
+        return isinstance(broker_id, int) and self._ctx.is_replica_online(
+            broker_id, self._tp, self._include_shutting_down
+        )
+
+
+def _has_preferred_leader(assignment: ReplicaAssignment, info: LeaderIsrAndControllerEpoch) -> bool:
+    """Kafka's ``hasPreferredLeader``, including the reassignment quirk (pitfall 15).
+
+    When head(RS) is an *adding* replica, the partition counts as balanced while that replica is
+    NOT in the ISR. An empty RS counts as balanced (Kafka would throw on ``replicas.head``).
+    """
+    if not assignment.replicas:
+        return True
+    preferred = assignment.replicas[0]
+    if assignment.is_being_reassigned and preferred in assignment.adding_replicas:
+        return preferred not in info.leader_and_isr.isr
+    return info.leader_and_isr.leader == preferred
+
+
+def _imbalanced(assignment: ReplicaAssignment, info: LeaderIsrAndControllerEpoch) -> int:
+    return 0 if _has_preferred_leader(assignment, info) else 1
+
+
+class ControllerContext:
+    """In-memory cluster model of the active controller. Event-thread only; see module doc."""
+
+    def __init__(self) -> None:
+        self.epoch: int = INITIAL_CONTROLLER_EPOCH
+        self.epoch_zk_version: int = INITIAL_CONTROLLER_EPOCH_ZK_VERSION
+        self.shutting_down_broker_ids: set[int] = set()
+        self._live_brokers: dict[int, Broker] = {}
+        self._broker_epochs: dict[int, int] = {}
+
+        self.all_topics: set[str] = set()
+        self.topic_ids: dict[str, str] = {}
+        self.topic_names: dict[str, str] = {}
+        self.partitions_being_reassigned: set[TopicPartition] = set()
+        self.replicas_on_offline_dirs: dict[int, set[TopicPartition]] = {}
+
+        # Written only through queue_topic_deletion / begin_topic_deletion / remove_topic,
+        # because the metric counters depend on them; exposed read-only.
+        self._topics_to_be_deleted: set[str] = set()
+        self._topics_with_deletion_started: set[str] = set()
+        self.topics_ineligible_for_deletion: set[str] = set()
+
+        self._partitions: dict[str, dict[int, _PartitionEntry]] = {}
+        # One table per kind: an ISR tuple (1, 2) compares equal to the replica-state pair
+        # (1, ReplicaState.OnlineReplica), so a shared table could hand back the wrong type.
+        self._interned_assignments: dict[ReplicaAssignment, ReplicaAssignment] = {}
+        self._interned_isrs: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._interned_replica_states: dict[Any, Any] = {}
+        self._reset_counters()
+
+    def _reset_counters(self) -> None:
+        self._offline_partition_count = 0
+        self._preferred_replica_imbalance_count = 0
+        self._assignment_count = 0
+        self._leadership_count = 0
+        self._partition_state_counts = dict.fromkeys(PartitionState, 0)
+        self._replica_state_counts = dict.fromkeys(ReplicaState, 0)
+
+    # ------------------------------------------------------------------ metrics (read-only)
+
+    @property
+    def offline_partition_count(self) -> int:
+        """Partitions in OfflinePartition, excluding topics whose deletion has *started*."""
+        return self._offline_partition_count
+
+    @property
+    def preferred_replica_imbalance_count(self) -> int:
+        """Partitions not led by their preferred replica, excluding *queued* topics."""
+        return self._preferred_replica_imbalance_count
+
+    def partitions_states_summary(self) -> dict[PartitionState, int]:
+        """Number of partitions per recorded state (unrecorded partitions are not counted)."""
+        return dict(self._partition_state_counts)
+
+    def replica_states_summary(self) -> dict[ReplicaState, int]:
+        return dict(self._replica_state_counts)
+
+    def partition_count(self) -> int:
+        """Partitions with an assignment."""
+        return self._assignment_count
+
+    def partition_with_leaders_count(self) -> int:
+        """Partitions with leadership info (Kafka's ``GlobalPartitionCount``)."""
+        return self._leadership_count
+
+    # ------------------------------------------------------------------ internals
+
+    @staticmethod
+    def _intern(table: dict[_T, _T], value: _T) -> _T:
+        found = table.get(value)
+        if found is not None:
+            return found
+        if len(table) < _INTERN_LIMIT:
+            table[value] = value
+        return value
+
+    def _entry(self, tp: TopicPartition) -> _PartitionEntry | None:
+        parts = self._partitions.get(tp.topic)
+        return None if parts is None else parts.get(tp.partition)
+
+    def _entry_for_update(self, tp: TopicPartition) -> _PartitionEntry:
+        parts = self._partitions.get(tp.topic)
+        if parts is None:
+            parts = self._partitions[tp.topic] = {}
+        entry = parts.get(tp.partition)
+        if entry is None:
+            entry = parts[tp.partition] = _PartitionEntry()
+        return entry
+
+    def _drop_if_empty(self, topic: str, partition: int, entry: _PartitionEntry) -> None:
+        if entry.is_empty():
+            parts = self._partitions[topic]
+            del parts[partition]
+            if not parts:
+                del self._partitions[topic]
+
+    def _entries(
+        self, topic: str | None = None
+    ) -> Iterator[tuple[TopicPartition, _PartitionEntry]]:
+        if topic is None:
+            for t, parts in self._partitions.items():
+                for p, entry in parts.items():
+                    yield TopicPartition(t, p), entry
+        else:
+            for p, entry in self._partitions.get(topic, {}).items():
+                yield TopicPartition(topic, p), entry
+
+    # ------------------------------------------------------------------ brokers
+
+    def set_live_brokers(self, broker_and_epochs: Mapping[Broker, int]) -> None:
+        self._live_brokers.clear()
+        self._broker_epochs.clear()
+        self.add_live_brokers(broker_and_epochs)
+
+    def add_live_brokers(self, broker_and_epochs: Mapping[Broker, int]) -> None:
+        for broker, epoch in broker_and_epochs.items():
+            self._live_brokers[broker.id] = broker
+            self._broker_epochs[broker.id] = epoch
+
+    def remove_live_brokers(self, broker_ids: Iterable[int]) -> None:
+        for b in broker_ids:
+            self._live_brokers.pop(b, None)
+            self._broker_epochs.pop(b, None)
+
+    def update_broker_metadata(self, old: Broker, new: Broker) -> None:
+        """Replace a broker's registration data; its epoch is unchanged."""
+        self._live_brokers.pop(old.id, None)
+        self._live_brokers[new.id] = new
+
+    def live_broker_ids(self) -> set[int]:
+        return self._broker_epochs.keys() - self.shutting_down_broker_ids
+
+    def live_or_shutting_down_broker_ids(self) -> set[int]:
+        return set(self._broker_epochs)
+
+    def live_or_shutting_down_brokers(self) -> list[Broker]:
+        """Accepted brokers, in broker-id order."""
+        return [self._live_brokers[b] for b in sorted(self._live_brokers)]
+
+    def live_or_shutting_down_broker(self, broker_id: int) -> Broker | None:
+        return self._live_brokers.get(broker_id)
+
+    def live_broker_id_and_epochs(self) -> Mapping[int, int]:
+        """Read-only live view of broker id -> broker epoch (czxid)."""
+        return MappingProxyType(self._broker_epochs)
+
+    def is_replica_online(
+        self, broker_id: int, tp: TopicPartition, include_shutting_down: bool = False
+    ) -> bool:
+        if broker_id not in self._broker_epochs:
+            return False
+        if not include_shutting_down and broker_id in self.shutting_down_broker_ids:
+            return False
+        offline = self.replicas_on_offline_dirs.get(broker_id)
+        return not offline or tp not in offline
+
+    def online_replicas(
+        self, tp: TopicPartition, include_shutting_down: bool = False
+    ) -> Container[int]:
+        """A membership view for the election wrappers: ``b in view`` iff b's replica is online."""
+        return _OnlineReplicas(self, tp, include_shutting_down)
+
+    # ------------------------------------------------------------------ topics and ids
+
+    def set_all_topics(self, topics: Iterable[str]) -> None:
+        self.all_topics.clear()
+        self.all_topics.update(topics)
+
+    def add_topic_id(self, topic: str, topic_id: str) -> None:
+        """Record a topic id; the topic must be known and neither mapping may conflict."""
+        if topic not in self.all_topics:
+            raise ValueError(f"topic {topic} is not contained in all topics.")
+        existing_id = self.topic_ids.get(topic)
+        if existing_id is not None and existing_id != topic_id:
+            raise ValueError(
+                f"topic ID map already contained ID for topic {topic} and new ID {topic_id} "
+                f"did not match existing ID {existing_id}"
+            )
+        existing_name = self.topic_names.get(topic_id)
+        if existing_name is not None and existing_name != topic:
+            raise ValueError(
+                f"topic name map already contained ID {topic_id} and new name {topic} "
+                f"did not match existing name {existing_name}"
+            )
+        self.topic_ids[topic] = topic_id
+        self.topic_names[topic_id] = topic
+
+    def topic_name(self, topic_id: str) -> str | None:
+        return self.topic_names.get(topic_id)
+
+    # ------------------------------------------------------------------ assignments
+
+    def partition_replica_assignment(self, tp: TopicPartition) -> tuple[int, ...]:
+        """RS of the partition; empty if the topic or partition is unknown."""
+        entry = self._entry(tp)
+        if entry is None or entry.assignment is None:
+            return ()
+        return entry.assignment.replicas
+
+    def partition_full_replica_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        entry = self._entry(tp)
+        if entry is None or entry.assignment is None:
+            return EMPTY_ASSIGNMENT
+        return entry.assignment
+
+    def update_partition_full_replica_assignment(
+        self, tp: TopicPartition, assignment: ReplicaAssignment
+    ) -> None:
+        assignment = self._intern(
+            self._interned_assignments,
+            ReplicaAssignment(
+                tuple(assignment.replicas),
+                tuple(assignment.adding_replicas),
+                tuple(assignment.removing_replicas),
+            ),
+        )
+        entry = self._entry_for_update(tp)
+        previous = entry.assignment
+        if previous is None:
+            self._assignment_count += 1
+        entry.assignment = assignment
+        self._update_imbalance(tp, previous, entry.leadership, assignment, entry.leadership)
+
+    def partition_replica_assignment_for_topic(
+        self, topic: str
+    ) -> dict[TopicPartition, tuple[int, ...]]:
+        return {
+            tp: e.assignment.replicas for tp, e in self._entries(topic) if e.assignment is not None
+        }
+
+    def partition_full_replica_assignment_for_topic(
+        self, topic: str
+    ) -> dict[TopicPartition, ReplicaAssignment]:
+        return {tp: e.assignment for tp, e in self._entries(topic) if e.assignment is not None}
+
+    def iter_partitions(self, topic: str | None = None) -> Iterator[TopicPartition]:
+        """Partitions with an assignment, lazily, in insertion order."""
+        return (tp for tp, e in self._entries(topic) if e.assignment is not None)
+
+    def all_partitions(self) -> set[TopicPartition]:
+        return set(self.iter_partitions())
+
+    def partitions_for_topic(self, topic: str) -> set[TopicPartition]:
+        return set(self.iter_partitions(topic))
+
+    def partitions_on_broker(self, broker_id: int) -> set[TopicPartition]:
+        return {
+            tp
+            for tp, e in self._entries()
+            if e.assignment is not None and broker_id in e.assignment.replicas
+        }
+
+    def replicas_on_brokers(self, broker_ids: Collection[int]) -> set[PartitionAndReplica]:
+        return {
+            PartitionAndReplica(tp, r)
+            for tp, e in self._entries()
+            if e.assignment is not None
+            for r in e.assignment.replicas
+            if r in broker_ids
+        }
+
+    def replicas_for_topic(self, topic: str) -> set[PartitionAndReplica]:
+        return {
+            PartitionAndReplica(tp, r)
+            for tp, e in self._entries(topic)
+            if e.assignment is not None
+            for r in e.assignment.replicas
+        }
+
+    def replicas_for_partitions(self, tps: Iterable[TopicPartition]) -> set[PartitionAndReplica]:
+        return {
+            PartitionAndReplica(tp, r) for tp in tps for r in self.partition_replica_assignment(tp)
+        }
+
+    def online_and_offline_replicas(
+        self,
+    ) -> tuple[set[PartitionAndReplica], set[PartitionAndReplica]]:
+        """All assigned replicas split by ``is_replica_online`` (shutting down = offline)."""
+        online: set[PartitionAndReplica] = set()
+        offline: set[PartitionAndReplica] = set()
+        for tp, e in self._entries():
+            if e.assignment:
+                for r in e.assignment.replicas:
+                    is_online = self.is_replica_online(r, tp)
+                    (online if is_online else offline).add(PartitionAndReplica(tp, r))
+        return online, offline
+
+    # ------------------------------------------------------------------ leadership
+
+    def partition_leadership_info(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
+        entry = self._entry(tp)
+        return None if entry is None else entry.leadership
+
+    def partition_leader_and_isr(self, tp: TopicPartition) -> LeaderAndIsr | None:
+        info = self.partition_leadership_info(tp)
+        return None if info is None else info.leader_and_isr
+
+    def put_partition_leadership_info(
+        self, tp: TopicPartition, info: LeaderIsrAndControllerEpoch
+    ) -> None:
+        lai = info.leader_and_isr
+        isr = self._intern(self._interned_isrs, tuple(lai.isr))
+        if isr is not lai.isr:
+            lai = LeaderAndIsr(
+                lai.leader, lai.leader_epoch, isr, lai.leader_recovery_state, lai.partition_epoch
+            )
+            info = LeaderIsrAndControllerEpoch(lai, info.controller_epoch)
+        entry = self._entry_for_update(tp)
+        previous = entry.leadership
+        if previous is None:
+            self._leadership_count += 1
+        entry.leadership = info
+        assignment = entry.assignment if entry.assignment is not None else EMPTY_ASSIGNMENT
+        self._update_imbalance(tp, assignment, previous, assignment, info)
+
+    def remove_partition_leadership_info(self, tp: TopicPartition) -> None:
+        """Drop one cache entry (not in Kafka's context; keeps the imbalance metric exact)."""
+        entry = self._entry(tp)
+        if entry is None or entry.leadership is None:
+            return
+        assignment = entry.assignment if entry.assignment is not None else EMPTY_ASSIGNMENT
+        self._update_imbalance(tp, assignment, entry.leadership, None, None)
+        entry.leadership = None
+        self._leadership_count -= 1
+        self._drop_if_empty(tp.topic, tp.partition, entry)
+
+    def partitions_leadership_info(
+        self,
+    ) -> Iterator[tuple[TopicPartition, LeaderIsrAndControllerEpoch]]:
+        return ((tp, e.leadership) for tp, e in self._entries() if e.leadership is not None)
+
+    def clear_partition_leadership_info(self) -> None:
+        for topic, parts in list(self._partitions.items()):
+            for p, entry in list(parts.items()):
+                entry.leadership = None
+                self._drop_if_empty(topic, p, entry)
+        self._leadership_count = 0
+        # Kafka leaves the counter alone; it only ever clears an already-empty cache (after
+        # resetContext). Zeroing keeps counter == recount in every case.
+        self._preferred_replica_imbalance_count = 0
+
+    def leader_epoch(self, tp: TopicPartition) -> int:
+        """-2 if the topic is queued for deletion, else the cached leader epoch, else -1."""
+        if tp.topic in self._topics_to_be_deleted:
+            return EPOCH_DURING_DELETE
+        info = self.partition_leadership_info(tp)
+        return NO_EPOCH if info is None else info.leader_and_isr.leader_epoch
+
+    def partitions_with_leaders(self) -> set[TopicPartition]:
+        queued = self._topics_to_be_deleted
+        return {tp for tp, _ in self.partitions_leadership_info() if tp.topic not in queued}
+
+    def partitions_with_offline_leader(self) -> set[TopicPartition]:
+        """Leader not online (dead, shutting down, offline dir or -1); queued topics excluded."""
+        queued = self._topics_to_be_deleted
+        return {
+            tp
+            for tp, info in self.partitions_leadership_info()
+            if tp.topic not in queued and not self.is_replica_online(info.leader_and_isr.leader, tp)
+        }
+
+    def partition_leaders_on_broker(self, broker_id: int) -> set[TopicPartition]:
+        """Partitions led by the broker with RF > 1, queued topics excluded."""
+        queued = self._topics_to_be_deleted
+        return {
+            tp
+            for tp, e in self._entries()
+            if e.leadership is not None
+            and tp.topic not in queued
+            and e.leadership.leader_and_isr.leader == broker_id
+            and e.assignment is not None
+            and len(e.assignment.replicas) > 1
+        }
+
+    def _update_imbalance(
+        self,
+        tp: TopicPartition,
+        old_assignment: ReplicaAssignment | None,
+        old_info: LeaderIsrAndControllerEpoch | None,
+        new_assignment: ReplicaAssignment | None,
+        new_info: LeaderIsrAndControllerEpoch | None,
+    ) -> None:
+        """Kafka's ``updatePreferredReplicaImbalanceMetric``: subtract old status, add new."""
+        if tp.topic in self._topics_to_be_deleted:
+            return
+        if old_assignment is not None and old_info is not None:
+            self._preferred_replica_imbalance_count -= _imbalanced(old_assignment, old_info)
+        if new_assignment is not None and new_info is not None:
+            self._preferred_replica_imbalance_count += _imbalanced(new_assignment, new_info)
+
+    def _clean_imbalance(self, topic: str) -> None:
+        """Kafka's ``cleanPreferredReplicaImbalanceMetric``: drop a topic's contribution."""
+        for _, e in self._entries(topic):
+            if e.assignment is not None and e.leadership is not None:
+                self._preferred_replica_imbalance_count -= _imbalanced(e.assignment, e.leadership)
+
+    # ------------------------------------------------------------------ partition states
+
+    def partition_state(self, tp: TopicPartition) -> PartitionState:
+        """The recorded state; NonExistentPartition when none is recorded."""
+        entry = self._entry(tp)
+        if entry is None or entry.state is None:
+            return _NON_EXISTENT
+        return entry.state
+
+    def has_partition_state(self, tp: TopicPartition) -> bool:
+        entry = self._entry(tp)
+        return entry is not None and entry.state is not None
+
+    def put_partition_state(self, tp: TopicPartition, state: PartitionState) -> None:
+        entry = self._entry_for_update(tp)
+        previous = entry.state
+        if previous is not None:
+            self._partition_state_counts[previous] -= 1
+        self._partition_state_counts[state] += 1
+        entry.state = state
+        self._update_offline_count(tp, _NON_EXISTENT if previous is None else previous, state)
+
+    def put_partition_state_if_not_exists(self, tp: TopicPartition, state: PartitionState) -> None:
+        """Insert ``state`` if none is recorded; counts as a NonExistent -> state transition.
+
+        Kafka also re-counts when the recorded state already equals ``state``; that path is
+        unreachable there (only NonExistentPartition is ever passed) and is not reproduced.
+        """
+        entry = self._entry_for_update(tp)
+        if entry.state is None:
+            entry.state = state
+            self._partition_state_counts[state] += 1
+            self._update_offline_count(tp, _NON_EXISTENT, state)
+
+    def _update_offline_count(
+        self, tp: TopicPartition, current: PartitionState, target: PartitionState
+    ) -> None:
+        # Topics whose deletion has started are not tracked (pitfall 16): the deletion manager
+        # moves their partitions Offline -> NonExistent *before* begin_topic_deletion.
+        if tp.topic in self._topics_with_deletion_started:
+            return
+        if current != _OFFLINE and target == _OFFLINE:
+            self._offline_partition_count += 1
+        elif current == _OFFLINE and target != _OFFLINE:
+            self._offline_partition_count -= 1
+
+    def partition_states(self) -> Iterator[tuple[TopicPartition, PartitionState]]:
+        """Every recorded partition state."""
+        return ((tp, e.state) for tp, e in self._entries() if e.state is not None)
+
+    def partitions_in_states(
+        self, states: Collection[PartitionState], topic: str | None = None
+    ) -> set[TopicPartition]:
+        """Recorded partitions in ``states``; with ``topic``, that topic's *assigned* partitions."""
+        if topic is None:
+            return {tp for tp, s in self.partition_states() if s in states}
+        return {
+            tp
+            for tp, e in self._entries(topic)
+            if e.assignment is not None
+            and (_NON_EXISTENT if e.state is None else e.state) in states
+        }
+
+    def partitions_in_state(
+        self, state: PartitionState, topic: str | None = None
+    ) -> set[TopicPartition]:
+        return self.partitions_in_states((state,), topic)
+
+    def check_valid_partition_state_change(
+        self, partitions: Iterable[TopicPartition], target: PartitionState
+    ) -> tuple[list[TopicPartition], list[TopicPartition]]:
+        return transitions.check_valid_partition_transitions(
+            ((tp, self.partition_state(tp)) for tp in partitions), target
+        )
+
+    # ------------------------------------------------------------------ replica states
+
+    def replica_state(self, replica: PartitionAndReplica) -> ReplicaState:
+        """The recorded state; NonExistentReplica when none is recorded."""
+        entry = self._entry(replica.tp)
+        if entry is not None:
+            for r, s in entry.replica_states:
+                if r == replica.replica:
+                    return s
+        return _NON_EXISTENT_REPLICA
+
+    def has_replica_state(self, replica: PartitionAndReplica) -> bool:
+        entry = self._entry(replica.tp)
+        return entry is not None and any(r == replica.replica for r, _ in entry.replica_states)
+
+    def put_replica_state(self, replica: PartitionAndReplica, state: ReplicaState) -> None:
+        self._set_replica_state(replica, state, overwrite=True)
+
+    def put_replica_state_if_not_exists(
+        self, replica: PartitionAndReplica, state: ReplicaState
+    ) -> None:
+        self._set_replica_state(replica, state, overwrite=False)
+
+    def _set_replica_state(
+        self, replica: PartitionAndReplica, state: ReplicaState, overwrite: bool
+    ) -> None:
+        entry = self._entry_for_update(replica.tp)
+        pair = self._intern(self._interned_replica_states, (replica.replica, state))
+        states = entry.replica_states
+        for i, (r, old) in enumerate(states):
+            if r == replica.replica:
+                if not overwrite or old == state:
+                    return
+                self._replica_state_counts[old] -= 1
+                self._replica_state_counts[state] += 1
+                updated = (*states[:i], pair, *states[i + 1 :])
+                entry.replica_states = self._intern(self._interned_replica_states, updated)
+                return
+        self._replica_state_counts[state] += 1
+        entry.replica_states = self._intern(self._interned_replica_states, (*states, pair))
+
+    def remove_replica_state(self, replica: PartitionAndReplica) -> None:
+        entry = self._entry(replica.tp)
+        if entry is None:
+            return
+        kept = tuple(p for p in entry.replica_states if p[0] != replica.replica)
+        if len(kept) == len(entry.replica_states):
+            return
+        removed = next(s for r, s in entry.replica_states if r == replica.replica)
+        self._replica_state_counts[removed] -= 1
+        entry.replica_states = self._intern(self._interned_replica_states, kept)
+        self._drop_if_empty(replica.tp.topic, replica.tp.partition, entry)
+
+    def replica_states(self) -> Iterator[tuple[PartitionAndReplica, ReplicaState]]:
+        """Every recorded replica state."""
+        for tp, e in self._entries():
+            for r, s in e.replica_states:
+                yield PartitionAndReplica(tp, r), s
+
+    def replicas_in_state(self, topic: str, state: ReplicaState) -> set[PartitionAndReplica]:
+        """Assigned replicas of ``topic`` in ``state``."""
+        return {r for r in self.replicas_for_topic(topic) if self.replica_state(r) == state}
+
+    def are_all_replicas_in_state(self, topic: str, state: ReplicaState) -> bool:
+        return all(self.replica_state(r) == state for r in self.replicas_for_topic(topic))
+
+    def are_all_replicas_for_topic_deleted(self, topic: str) -> bool:
+        return self.are_all_replicas_in_state(topic, ReplicaState.ReplicaDeletionSuccessful)
+
+    def is_any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
+        return any(self.replica_state(r) == state for r in self.replicas_for_topic(topic))
+
+    def check_valid_replica_state_change(
+        self, replicas: Iterable[PartitionAndReplica], target: ReplicaState
+    ) -> tuple[list[PartitionAndReplica], list[PartitionAndReplica]]:
+        return transitions.check_valid_replica_transitions(
+            ((r, self.replica_state(r)) for r in replicas), target
+        )
+
+    # ------------------------------------------------------------------ topic deletion
+
+    @property
+    def topics_to_be_deleted(self) -> AbstractSet[str]:
+        return self._topics_to_be_deleted
+
+    @property
+    def topics_with_deletion_started(self) -> AbstractSet[str]:
+        return self._topics_with_deletion_started
+
+    def topics_queued_for_deletion(self) -> AbstractSet[str]:
+        return self._topics_to_be_deleted
+
+    def queue_topic_deletion(self, topics: Iterable[str]) -> None:
+        # Only newly queued topics give up their imbalance contribution: a topic can be passed
+        # again while its deletion is pending, and must not be subtracted twice.
+        newly = [t for t in dict.fromkeys(topics) if t not in self._topics_to_be_deleted]
+        self._topics_to_be_deleted.update(newly)
+        for topic in newly:
+            self._clean_imbalance(topic)
+
+    def begin_topic_deletion(self, topics: Iterable[str]) -> None:
+        self._topics_with_deletion_started.update(topics)
+
+    def is_topic_deletion_in_progress(self, topic: str) -> bool:
+        return topic in self._topics_with_deletion_started
+
+    def is_topic_queued_up_for_deletion(self, topic: str) -> bool:
+        return topic in self._topics_to_be_deleted
+
+    def is_topic_eligible_for_deletion(self, topic: str) -> bool:
+        return (
+            topic in self._topics_to_be_deleted and topic not in self.topics_ineligible_for_deletion
+        )
+
+    def remove_topic(self, topic: str) -> None:
+        """Forget a topic's assignments, leadership, id and deletion marks (not its states)."""
+        # A queued topic's imbalance was already subtracted when it was queued.
+        if topic not in self._topics_to_be_deleted:
+            self._clean_imbalance(topic)
+        self._topics_to_be_deleted.discard(topic)
+        self._topics_with_deletion_started.discard(topic)
+        self.all_topics.discard(topic)
+        topic_id = self.topic_ids.pop(topic, None)
+        if topic_id is not None:
+            self.topic_names.pop(topic_id, None)
+        # Kafka drops leadership only for partitions that had an assignment.
+        for p, entry in list(self._partitions.get(topic, {}).items()):
+            if entry.assignment is None:
+                continue
+            entry.assignment = None
+            self._assignment_count -= 1
+            if entry.leadership is not None:
+                entry.leadership = None
+                self._leadership_count -= 1
+            self._drop_if_empty(topic, p, entry)
+
+    # ------------------------------------------------------------------ reset
+
+    def reset_context(self) -> None:
+        """Forget everything (on resignation): brokers, topics, states, counters, epoch."""
+        self._topics_to_be_deleted.clear()
+        self._topics_with_deletion_started.clear()
+        self.topics_ineligible_for_deletion.clear()
+        self.shutting_down_broker_ids.clear()
+        self.epoch = INITIAL_CONTROLLER_EPOCH
+        self.epoch_zk_version = INITIAL_CONTROLLER_EPOCH_ZK_VERSION
+        self.all_topics.clear()
+        self.topic_ids.clear()
+        self.topic_names.clear()
+        self._partitions.clear()
+        self.partitions_being_reassigned.clear()
+        self.replicas_on_offline_dirs.clear()
+        self._live_brokers.clear()
+        self._broker_epochs.clear()
+        self._interned_assignments.clear()
+        self._interned_isrs.clear()
+        self._interned_replica_states.clear()
+        self._reset_counters()
