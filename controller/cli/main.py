@@ -12,6 +12,7 @@ from collections.abc import Sequence
 COMMAND_MODULES = (
     "controller.cli.run_cmd",
     "controller.cli.zookeeper_cmd",
+    "controller.cli.broker_cmd",
 )
 
 

@@ -1,0 +1,240 @@
+"""``BrokerServer``: the reference broker, i.e. a gRPC server plus its ZooKeeper registration.
+
+A broker that a zk-controller can control needs three things (docs/broker-protocol.md):
+
+1. a gRPC server implementing ``zkcontroller.v1.BrokerService`` (here ``BrokerServicer`` over
+   ``ReplicaState``), with health checking and reflection;
+2. an ephemeral ``/brokers/ids/N`` registration whose endpoints include
+   ``CONTROLLER://host:port`` = that server's address (``BrokerRegistrar``);
+3. to apply every request with the current broker epoch (the registration's czxid).
+
+Nothing here is global: a test or benchmark can run many ``BrokerServer`` objects in one
+process, each with its own port, state and (optionally shared) ZooKeeper session. Without a
+ZooKeeper port the server runs unregistered, with a fixed ``broker_epoch``; that mode exists
+for tests of the controller channel and for benchmarks.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterable
+from concurrent import futures
+from dataclasses import dataclass
+from types import TracebackType
+
+import grpc
+import structlog
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from controller.api import MESSAGE_SIZE_OPTIONS
+from controller.api.v1 import broker_pb2, broker_pb2_grpc
+from controller.broker.registration import BrokerRegistrar
+from controller.broker.service import BrokerServicer
+from controller.broker.state import ReplicaState
+from controller.core.model import UNKNOWN_BROKER_EPOCH, EndPoint, TopicPartition
+from controller.zk.codecs import BrokerRegistration
+from controller.zk.port import ZkPort
+
+log = structlog.get_logger("controller.broker")
+
+BROKER_SERVICE_NAME: str = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
+_WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
+
+
+def parse_host_port(value: str) -> tuple[str, int]:
+    """``"host:port"`` or ``"[v6]:port"`` -> (host, port); port 0 means "pick a free one"."""
+    host, sep, port_text = value.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise ValueError(f"expected HOST:PORT, got {value!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    port = int(port_text)
+    if port > 65535:
+        raise ValueError(f"port out of range in {value!r}")
+    return host, port
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    broker_id: int
+    # Where the gRPC server binds. Port 0 picks a free port (the registration advertises it).
+    listen: str = "127.0.0.1:0"
+    # The host written into the registration; default: the listen host, or this machine's
+    # FQDN when listening on a wildcard address.
+    advertised_host: str | None = None
+    rack: str | None = None
+    # Listener names. The controller reaches brokers on CONTROLLER; LeaderAndIsr's
+    # live_leaders carry the inter-broker (PLAINTEXT) address, here the same server.
+    controller_listener: str = "CONTROLLER"
+    inter_broker_listener: str = "PLAINTEXT"
+    max_workers: int = 4
+
+    def __post_init__(self) -> None:
+        if self.broker_id < 0:
+            raise ValueError(f"broker id must be >= 0, got {self.broker_id}")
+        parse_host_port(self.listen)  # fail early on a malformed address
+
+
+class BrokerServer:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        zk: ZkPort | None = None,
+        *,
+        broker_epoch: int = UNKNOWN_BROKER_EPOCH,
+    ) -> None:
+        """``zk``: the ZooKeeper session to register with (not started or stopped here).
+        ``broker_epoch``: the fixed epoch of an unregistered broker (``zk`` None)."""
+        self.config = config
+        self.state = ReplicaState(config.broker_id, broker_epoch)
+        self._zk = zk
+        self._server: grpc.Server | None = None
+        self._health: health.HealthServicer | None = None
+        self._registrar: BrokerRegistrar | None = None
+        self._port = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> BrokerServer:
+        """Serve gRPC, then register in ZooKeeper (if configured). Raises if either fails."""
+        if self._server is not None:
+            raise RuntimeError(f"broker {self.broker_id} is already started")
+        server = grpc.server(
+            futures.ThreadPoolExecutor(
+                max_workers=self.config.max_workers,
+                thread_name_prefix=f"broker-{self.broker_id}-grpc",
+            ),
+            # no SO_REUSEPORT: two brokers must never silently share a port
+            options=[*MESSAGE_SIZE_OPTIONS, ("grpc.so_reuseport", 0)],
+        )
+        broker_pb2_grpc.add_BrokerServiceServicer_to_server(BrokerServicer(self.state), server)
+        health_servicer = health.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+        reflection.enable_server_reflection(
+            (BROKER_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+        )
+        try:
+            port = server.add_insecure_port(self.config.listen)
+        except RuntimeError as exc:  # grpcio raises when it cannot bind
+            raise OSError(f"broker {self.broker_id} cannot listen on {self.config.listen}") from exc
+        if not port:
+            raise OSError(f"broker {self.broker_id} cannot listen on {self.config.listen}")
+        server.start()
+        self._server, self._health, self._port = server, health_servicer, port
+        for service in (health.OVERALL_HEALTH, BROKER_SERVICE_NAME):
+            health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
+        log.info("broker serving", broker_id=self.broker_id, address=self.address)
+        if self._zk is not None:
+            registrar = BrokerRegistrar(self._zk, self.registration(), self._on_registered)
+            try:
+                registrar.start()
+            except BaseException:
+                self.stop(grace=0)
+                raise
+            self._registrar = registrar
+        return self
+
+    def stop(self, grace: float | None = 1.0) -> None:
+        """Deregister (delete our znode), then stop serving after ``grace`` seconds at most.
+
+        The ZooKeeper session itself belongs to the caller and is left open.
+        """
+        server, self._server = self._server, None
+        if server is None:
+            return
+        if self._health is not None:
+            self._health.enter_graceful_shutdown()
+        if self._registrar is not None:
+            self._registrar.stop(deregister=True)
+            self._registrar = None
+        server.stop(grace).wait()
+        log.info("broker stopped", broker_id=self.broker_id)
+
+    def controlled_shutdown(self) -> None:
+        """Hook run before ``stop`` on SIGTERM: ask the controller to move leadership away.
+
+        Not implemented yet (the controller side of ControlledShutdown, reference §2.9, comes
+        later). It will call ``ControllerService.ControlledShutdown(broker_id, broker_epoch)``
+        on the active controller (``/controller``) and retry while partitions remain, up to
+        ``controlled.shutdown.max.retries`` times.
+        """
+        log.info("controlled shutdown is not implemented yet; stopping directly")
+
+    def wait_for_termination(self, timeout: float | None = None) -> bool:
+        """Block until the server stops; True if it did within ``timeout``."""
+        server = self._server
+        return True if server is None else server.wait_for_termination(timeout)
+
+    def __enter__(self) -> BrokerServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop(grace=0)
+
+    # -- registration --------------------------------------------------------------------------
+
+    def registration(self) -> BrokerRegistration:
+        """Kafka's v5 registration: CONTROLLER and PLAINTEXT endpoints on the gRPC address."""
+        if not self._port:
+            raise RuntimeError("the broker's port is known only once it is started")
+        host = self.advertised_host
+        endpoints = tuple(
+            EndPoint(listener, host, self._port, "PLAINTEXT")
+            for listener in (self.config.inter_broker_listener, self.config.controller_listener)
+        )
+        return BrokerRegistration(
+            broker_id=self.broker_id, endpoints=endpoints, rack=self.config.rack, version=5
+        )
+
+    def _on_registered(self, epoch: int) -> None:
+        self.state.broker_epoch = epoch
+
+    # -- operations ------------------------------------------------------------------------------
+
+    def fail_log_dir(self, partitions: Iterable[TopicPartition]) -> None:
+        """Simulate a failed log dir holding ``partitions``: LeaderAndIsr (and StopReplica)
+        answer KAFKA_STORAGE_ERROR for them from now on.
+
+        Later: also write ``/log_dir_event_notification/log_dir_event_N`` (reference §2.11)
+        so that the controller learns about it without waiting for a LeaderAndIsr.
+        """
+        self.state.fail_log_dir(partitions)
+
+    def describe(self) -> broker_pb2.DescribeResponse:
+        return self.state.describe()
+
+    # -- properties ----------------------------------------------------------------------------
+
+    @property
+    def broker_id(self) -> int:
+        return self.config.broker_id
+
+    @property
+    def broker_epoch(self) -> int:
+        return self.state.broker_epoch
+
+    @property
+    def registrar(self) -> BrokerRegistrar | None:
+        return self._registrar
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def advertised_host(self) -> str:
+        if self.config.advertised_host:
+            return self.config.advertised_host
+        host, _ = parse_host_port(self.config.listen)
+        return socket.getfqdn() if host in _WILDCARD_HOSTS else host
+
+    @property
+    def address(self) -> str:
+        """``host:port`` to reach the broker's gRPC server (IPv6 hosts bracketed)."""
+        return EndPoint(self.config.controller_listener, self.advertised_host, self._port).address

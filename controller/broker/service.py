@@ -1,0 +1,74 @@
+"""The reference broker's ``BrokerService`` servicer: a thin gRPC adapter over ``ReplicaState``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import grpc
+import structlog
+
+from controller.api.errors import Errors
+from controller.api.v1 import broker_pb2, broker_pb2_grpc
+from controller.broker.state import ReplicaState, leader_and_isr_error_response
+
+log = structlog.get_logger("controller.broker")
+
+_Req = TypeVar("_Req")
+_Resp = TypeVar("_Resp")
+
+
+class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
+    def __init__(self, state: ReplicaState) -> None:
+        self._state = state
+
+    def _handle(
+        self,
+        kind: str,
+        request: _Req,
+        handler: Callable[[_Req], _Resp],
+        on_error: Callable[[_Req], _Resp],
+    ) -> _Resp:
+        structlog.contextvars.bind_contextvars(broker_id=self._state.broker_id)
+        try:
+            return handler(request)
+        except Exception:
+            # Kafka answers an unexpected failure with the request's error response
+            # (UNKNOWN_SERVER_ERROR) rather than dropping the connection; so do we.
+            log.exception("failed to handle controller request", request=kind)
+            return on_error(request)
+
+    def LeaderAndIsr(
+        self, request: broker_pb2.LeaderAndIsrRequest, context: grpc.ServicerContext
+    ) -> broker_pb2.LeaderAndIsrResponse:
+        return self._handle(
+            "LeaderAndIsr",
+            request,
+            self._state.leader_and_isr,
+            lambda r: leader_and_isr_error_response(r, Errors.UNKNOWN_SERVER_ERROR),
+        )
+
+    def UpdateMetadata(
+        self, request: broker_pb2.UpdateMetadataRequest, context: grpc.ServicerContext
+    ) -> broker_pb2.UpdateMetadataResponse:
+        return self._handle(
+            "UpdateMetadata",
+            request,
+            self._state.update_metadata,
+            lambda _: broker_pb2.UpdateMetadataResponse(error_code=Errors.UNKNOWN_SERVER_ERROR),
+        )
+
+    def StopReplica(
+        self, request: broker_pb2.StopReplicaRequest, context: grpc.ServicerContext
+    ) -> broker_pb2.StopReplicaResponse:
+        return self._handle(
+            "StopReplica",
+            request,
+            self._state.stop_replica,
+            lambda _: broker_pb2.StopReplicaResponse(error_code=Errors.UNKNOWN_SERVER_ERROR),
+        )
+
+    def Describe(
+        self, request: broker_pb2.DescribeRequest, context: grpc.ServicerContext
+    ) -> broker_pb2.DescribeResponse:
+        return self._state.describe()

@@ -1,0 +1,136 @@
+"""``zk-controller broker``: run the reference broker in the foreground.
+
+    zk-controller broker --zookeeper 127.0.0.1:2181/kafka --broker-id 1 --listen 0.0.0.0:9093
+
+It serves ``zkcontroller.v1.BrokerService`` (plus gRPC health and reflection) and registers as
+``/brokers/ids/N`` with ``CONTROLLER://`` and ``PLAINTEXT://`` endpoints on that address.
+SIGTERM or SIGINT stops it cleanly (controlled-shutdown hook, deregistration, gRPC grace
+period, then the ZooKeeper session is closed). Exit codes: 0 on a requested stop, 1 when
+ZooKeeper or the listen address is unusable, 2 for bad arguments, 4 when the broker id is
+already registered by another live broker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+import structlog
+
+from controller.broker.registration import BrokerIdInUseError
+from controller.broker.server import BrokerConfig, BrokerServer, parse_host_port
+from controller.logs import configure_logging
+from controller.zk.errors import ZkError
+from controller.zk.kazoo_port import KazooPort
+
+log = structlog.get_logger("controller.cli.broker")
+
+DEFAULT_SESSION_TIMEOUT_MS = 18000  # Kafka's zookeeper.session.timeout.ms since 2.5
+
+
+def _listen(value: str) -> str:
+    try:
+        parse_host_port(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "broker",
+        help="run the reference broker (a gRPC BrokerService registered in ZooKeeper)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--zookeeper",
+        default=os.environ.get("ZK_CONNECT"),
+        metavar="CONNECT",
+        help="ZooKeeper connect string, optionally with a chroot (default: $ZK_CONNECT)",
+    )
+    parser.add_argument("--broker-id", type=int, required=True, metavar="N")
+    parser.add_argument(
+        "--listen",
+        type=_listen,
+        default="127.0.0.1:0",
+        metavar="HOST:PORT",
+        help="gRPC listen address; port 0 picks a free port (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--advertised-host",
+        default=None,
+        metavar="HOST",
+        help="host to register (default: the listen host, or the FQDN for a wildcard address)",
+    )
+    parser.add_argument("--rack", default=None, help="the broker's rack (broker.rack)")
+    parser.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        default=DEFAULT_SESSION_TIMEOUT_MS,
+        metavar="MS",
+        help="ZooKeeper session timeout (default: %(default)s)",
+    )
+    parser.add_argument("--log-level", default="INFO", help="default: %(default)s")
+    parser.set_defaults(func=broker_command)
+
+
+def broker_command(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level)
+    if not args.zookeeper:
+        print("zk-controller broker: --zookeeper or ZK_CONNECT is required", file=sys.stderr)
+        return 2
+    if args.broker_id < 0 or args.session_timeout_ms <= 0:
+        print(
+            "zk-controller broker: --broker-id and --session-timeout-ms must be positive",
+            file=sys.stderr,
+        )
+        return 2
+
+    stop_requested = threading.Event()
+    stop_signal: list[int] = []
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop_signal.append(signum)  # handlers only set a flag; the main thread does the work
+        stop_requested.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    config = BrokerConfig(
+        broker_id=args.broker_id,
+        listen=args.listen,
+        advertised_host=args.advertised_host,
+        rack=args.rack,
+    )
+    zk = KazooPort(args.zookeeper, session_timeout=args.session_timeout_ms / 1000)
+    server = BrokerServer(config, zk)
+    try:
+        try:
+            zk.start()
+            server.start()
+        except BrokerIdInUseError as exc:
+            log.error("cannot register broker", error=str(exc))
+            return 4
+        except (ZkError, OSError) as exc:
+            log.error("broker failed to start", error=str(exc), zookeeper=args.zookeeper)
+            return 1
+        log.info(
+            "broker started",
+            broker_id=server.broker_id,
+            broker_epoch=server.broker_epoch,
+            address=server.address,
+        )
+        stop_requested.wait()
+        log.info("stopping broker", signal=signal.Signals(stop_signal[0]).name)
+        # The hook for Kafka's controlled shutdown (moving leadership away first).
+        server.controlled_shutdown()
+        return 0
+    finally:
+        server.stop(grace=5.0)
+        zk.stop()  # closing the session also removes the ephemeral registration
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

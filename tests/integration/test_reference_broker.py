@@ -1,0 +1,430 @@
+"""The reference broker over real gRPC: Kafka's broker-side acceptance rules (reference §4.4a),
+health, reflection, and (with a real ZooKeeper) its registration and re-registration."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from kazoo.client import KazooClient
+
+from controller.api.errors import Errors
+from controller.api.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+from controller.broker import BrokerConfig, BrokerIdInUseError, BrokerRegistrar, BrokerServer
+from controller.core.model import TopicPartition
+from controller.zk import codecs
+from controller.zk.kazoo_port import KazooPort
+
+BROKER_EPOCH = 100
+ME = 1  # the broker under test
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+@dataclass(frozen=True)
+class P:
+    """One partition state for a test request."""
+
+    topic: str
+    partition: int
+    leader: int = ME
+    leader_epoch: int = 0
+    replicas: Sequence[int] = (ME, 2, 3)
+    isr: Sequence[int] = (ME, 2, 3)
+    partition_epoch: int = 0
+    topic_id: str = ""
+
+
+class Client:
+    """A BrokerService client with request builders, as the controller would send them."""
+
+    def __init__(self, address: str) -> None:
+        self.channel = grpc.insecure_channel(address)
+        self.stub = broker_pb2_grpc.BrokerServiceStub(self.channel)
+
+    def lai(
+        self,
+        parts: Sequence[P],
+        *,
+        controller_epoch: int = 1,
+        broker_epoch: int = BROKER_EPOCH,
+        controller_id: int = 0,
+    ) -> broker_pb2.LeaderAndIsrResponse:
+        req = broker_pb2.LeaderAndIsrRequest(
+            controller_id=controller_id,
+            controller_epoch=controller_epoch,
+            broker_epoch=broker_epoch,
+        )
+        topics: dict[str, broker_pb2.LeaderAndIsrTopicState] = {}
+        for p in parts:
+            if p.topic not in topics:
+                topics[p.topic] = req.topic_states.add(topic_name=p.topic, topic_id=p.topic_id)
+            topics[p.topic].partition_states.add(
+                partition_index=p.partition,
+                controller_epoch=controller_epoch,
+                leader=p.leader,
+                leader_epoch=p.leader_epoch,
+                isr=p.isr,
+                partition_epoch=p.partition_epoch,
+                replicas=p.replicas,
+            )
+        return self.stub.LeaderAndIsr(req, timeout=5)
+
+    def umr(
+        self,
+        parts: Sequence[P] = (),
+        *,
+        live: Sequence[int] = (1, 2, 3),
+        controller_epoch: int = 1,
+        broker_epoch: int = BROKER_EPOCH,
+        controller_id: int = 0,
+    ) -> broker_pb2.UpdateMetadataResponse:
+        req = broker_pb2.UpdateMetadataRequest(
+            controller_id=controller_id,
+            controller_epoch=controller_epoch,
+            broker_epoch=broker_epoch,
+        )
+        for b in live:
+            req.live_brokers.add(id=b).endpoints.add(
+                port=9000 + b, host="127.0.0.1", listener="CONTROLLER"
+            )
+        topics: dict[str, broker_pb2.UpdateMetadataTopicState] = {}
+        for p in parts:
+            if p.topic not in topics:
+                topics[p.topic] = req.topic_states.add(topic_name=p.topic, topic_id=p.topic_id)
+            topics[p.topic].partition_states.add(
+                partition_index=p.partition,
+                controller_epoch=controller_epoch,
+                leader=p.leader,
+                leader_epoch=p.leader_epoch,
+                isr=p.isr,
+                zk_version=p.partition_epoch,
+                replicas=p.replicas,
+            )
+        return self.stub.UpdateMetadata(req, timeout=5)
+
+    def stop_replica(
+        self,
+        parts: Sequence[tuple[str, int, int, bool]],  # topic, partition, leader epoch, delete
+        *,
+        controller_epoch: int = 1,
+        broker_epoch: int = BROKER_EPOCH,
+    ) -> broker_pb2.StopReplicaResponse:
+        req = broker_pb2.StopReplicaRequest(
+            controller_id=0, controller_epoch=controller_epoch, broker_epoch=broker_epoch
+        )
+        topics: dict[str, broker_pb2.StopReplicaTopicState] = {}
+        for topic, partition, epoch, delete in parts:
+            if topic not in topics:
+                topics[topic] = req.topic_states.add(topic_name=topic)
+            topics[topic].partition_states.add(
+                partition_index=partition, leader_epoch=epoch, delete_partition=delete
+            )
+        return self.stub.StopReplica(req, timeout=5)
+
+    def describe(self) -> broker_pb2.DescribeResponse:
+        return self.stub.Describe(broker_pb2.DescribeRequest(), timeout=5)
+
+    def hosted(self, topic: str, partition: int) -> broker_pb2.HostedPartition | None:
+        for h in self.describe().partitions:
+            if (h.topic_name, h.partition_index) == (topic, partition):
+                return h
+        return None
+
+
+def lai_errors(resp: broker_pb2.LeaderAndIsrResponse) -> dict[tuple[str, int], int]:
+    return {
+        (t.topic_name, p.partition_index): p.error_code
+        for t in resp.topics
+        for p in t.partition_errors
+    }
+
+
+def sr_errors(resp: broker_pb2.StopReplicaResponse) -> dict[tuple[str, int], int]:
+    return {(p.topic_name, p.partition_index): p.error_code for p in resp.partition_errors}
+
+
+@pytest.fixture
+def broker() -> Iterator[BrokerServer]:
+    server = BrokerServer(BrokerConfig(ME), broker_epoch=BROKER_EPOCH).start()
+    yield server
+    server.stop(grace=0)
+
+
+@pytest.fixture
+def client(broker: BrokerServer) -> Iterator[Client]:
+    c = Client(broker.address)
+    yield c
+    c.channel.close()
+
+
+# --- every controller request: the broker epoch ------------------------------------------------
+
+
+def test_lower_broker_epoch_is_rejected_on_every_request(client: Client) -> None:
+    resp = client.lai([P("t", 0), P("t", 1)], broker_epoch=BROKER_EPOCH - 1)
+    assert resp.error_code == Errors.STALE_BROKER_EPOCH
+    # Kafka's error response repeats the error for every partition.
+    assert lai_errors(resp) == {("t", 0): 77, ("t", 1): 77}
+    assert client.umr(broker_epoch=BROKER_EPOCH - 1).error_code == Errors.STALE_BROKER_EPOCH
+    sr = client.stop_replica([("t", 0, 0, False)], broker_epoch=BROKER_EPOCH - 1)
+    assert sr.error_code == Errors.STALE_BROKER_EPOCH
+    assert list(sr.partition_errors) == []
+    d = client.describe()
+    assert list(d.partitions) == [] and list(d.live_brokers) == []
+    assert d.controller_epoch == 0  # nothing was accepted
+    assert d.requests_received == {"LeaderAndIsr": 1, "UpdateMetadata": 1, "StopReplica": 1}
+
+
+@pytest.mark.parametrize("epoch", [-1, BROKER_EPOCH, BROKER_EPOCH + 1])
+def test_unknown_equal_or_higher_broker_epoch_is_accepted(client: Client, epoch: int) -> None:
+    resp = client.lai([P("t", 0)], broker_epoch=epoch)
+    assert resp.error_code == Errors.NONE
+    assert lai_errors(resp) == {("t", 0): Errors.NONE}
+    assert client.umr(broker_epoch=epoch).error_code == Errors.NONE
+    assert client.stop_replica([("t", 0, 0, False)], broker_epoch=epoch).error_code == 0
+
+
+# --- controller epoch -----------------------------------------------------------------------
+
+
+def test_stale_controller_epoch_leader_and_isr_and_stop_replica(client: Client) -> None:
+    assert client.lai([P("t", 0, leader_epoch=0)], controller_epoch=5).error_code == 0
+    assert client.describe().controller_epoch == 5
+
+    resp = client.lai([P("t", 0, leader_epoch=9)], controller_epoch=4)
+    assert resp.error_code == Errors.STALE_CONTROLLER_EPOCH
+    assert lai_errors(resp) == {("t", 0): Errors.STALE_CONTROLLER_EPOCH}
+    hosted = client.hosted("t", 0)
+    assert hosted is not None and hosted.leader_epoch == 0  # not applied
+
+    sr = client.stop_replica([("t", 0, 0, True)], controller_epoch=4)
+    assert sr.error_code == Errors.STALE_CONTROLLER_EPOCH
+    assert list(sr.partition_errors) == []
+    assert client.hosted("t", 0) is not None  # not deleted
+
+    # The same epoch is fine, and the highest epoch seen is what counts.
+    assert client.lai([P("t", 0, leader_epoch=1)], controller_epoch=5).error_code == 0
+    assert client.stop_replica([("t", 0, 1, False)], controller_epoch=6).error_code == 0
+    assert client.lai([P("t", 0, leader_epoch=2)], controller_epoch=5).error_code == (
+        Errors.STALE_CONTROLLER_EPOCH
+    )
+    assert client.describe().controller_epoch == 6
+
+
+def test_stale_controller_epoch_on_update_metadata_is_not_controller(client: Client) -> None:
+    assert client.umr([P("t", 0)], live=(1, 2, 3), controller_epoch=3).error_code == 0
+    resp = client.umr([P("t", 0, leader=2)], live=(1,), controller_epoch=2)
+    assert resp.error_code == Errors.NOT_CONTROLLER
+    d = client.describe()
+    assert [b.id for b in d.live_brokers] == [1, 2, 3]  # unchanged
+    assert d.metadata_partitions[0].state.leader == ME
+    # An UMR's epoch also raises the bar for LeaderAndIsr.
+    assert client.lai([P("t", 0)], controller_epoch=2).error_code == Errors.STALE_CONTROLLER_EPOCH
+
+
+# --- LeaderAndIsr, per partition --------------------------------------------------------------
+
+
+def test_higher_leader_epoch_applies_leader_or_follower(client: Client) -> None:
+    resp = client.lai(
+        [
+            P(
+                "t",
+                0,
+                leader=ME,
+                leader_epoch=0,
+                partition_epoch=3,
+                topic_id="AAAAAAAAAAAAAAAAAAAAAQ",
+            ),
+            P("t", 1, leader=2, leader_epoch=4, isr=(2, ME)),
+        ]
+    )
+    assert resp.error_code == 0
+    assert lai_errors(resp) == {("t", 0): 0, ("t", 1): 0}
+    assert resp.topics[0].topic_id == "AAAAAAAAAAAAAAAAAAAAAQ"
+    leader, follower = client.hosted("t", 0), client.hosted("t", 1)
+    assert leader is not None and follower is not None
+    assert leader.role == broker_pb2.PARTITION_ROLE_LEADER
+    assert (leader.leader_epoch, leader.partition_epoch) == (0, 3)
+    assert leader.topic_id == "AAAAAAAAAAAAAAAAAAAAAQ"
+    assert follower.role == broker_pb2.PARTITION_ROLE_FOLLOWER
+    assert (follower.leader, follower.leader_epoch, list(follower.isr)) == (2, 4, [2, ME])
+
+    # A newer epoch moves leadership.
+    assert lai_errors(client.lai([P("t", 0, leader=3, leader_epoch=1)])) == {("t", 0): 0}
+    moved = client.hosted("t", 0)
+    assert moved is not None
+    assert (moved.role, moved.leader) == (broker_pb2.PARTITION_ROLE_FOLLOWER, 3)
+
+
+def test_lower_or_equal_leader_epoch_is_stale_controller_epoch_and_changes_nothing(
+    client: Client,
+) -> None:
+    client.lai([P("t", 0, leader_epoch=5, isr=(ME, 2, 3))])
+    resp = client.lai(
+        [P("t", 0, leader_epoch=4, isr=(ME,))], controller_epoch=2
+    )  # a newer controller, an older leader epoch
+    assert lai_errors(resp) == {("t", 0): Errors.STALE_CONTROLLER_EPOCH}
+    assert resp.error_code == Errors.NONE  # a per-partition outcome, not a request failure
+    resp = client.lai([P("t", 0, leader=2, leader_epoch=5, isr=(2,))])
+    assert lai_errors(resp) == {("t", 0): Errors.STALE_CONTROLLER_EPOCH}
+    hosted = client.hosted("t", 0)
+    assert hosted is not None
+    assert (hosted.leader, hosted.leader_epoch, list(hosted.isr)) == (ME, 5, [ME, 2, 3])
+
+
+def test_partition_without_this_broker_in_replicas_is_unknown(client: Client) -> None:
+    resp = client.lai([P("t", 0, leader=2, replicas=(2, 3), isr=(2, 3)), P("t", 1)])
+    assert lai_errors(resp) == {("t", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION, ("t", 1): 0}
+    assert client.hosted("t", 0) is None
+
+
+def test_equal_epoch_topic_id_bookkeeping(client: Client) -> None:
+    client.lai([P("t", 0, leader_epoch=2)])  # no topic id yet
+    # Same epoch, now with an id: Kafka assigns it and answers NONE.
+    resp = client.lai([P("t", 0, leader_epoch=2, topic_id="AAAAAAAAAAAAAAAAAAAAAg")])
+    assert lai_errors(resp) == {("t", 0): Errors.NONE}
+    hosted = client.hosted("t", 0)
+    assert hosted is not None and hosted.topic_id == "AAAAAAAAAAAAAAAAAAAAAg"
+    # A different id for the same partition is refused, whatever the epoch.
+    resp = client.lai([P("t", 0, leader_epoch=3, topic_id="AAAAAAAAAAAAAAAAAAAAAw")])
+    assert lai_errors(resp) == {("t", 0): Errors.INCONSISTENT_TOPIC_ID}
+    # Same id, same epoch: the plain "nothing new" answer.
+    resp = client.lai([P("t", 0, leader_epoch=2, topic_id="AAAAAAAAAAAAAAAAAAAAAg")])
+    assert lai_errors(resp) == {("t", 0): Errors.STALE_CONTROLLER_EPOCH}
+
+
+def test_failed_log_dir_answers_kafka_storage_error(broker: BrokerServer, client: Client) -> None:
+    client.lai([P("t", 0), P("t", 1)])
+    broker.fail_log_dir([TopicPartition("t", 1), TopicPartition("u", 0)])
+    resp = client.lai([P("t", 0, leader_epoch=1), P("t", 1, leader_epoch=1), P("u", 0)])
+    assert lai_errors(resp) == {
+        ("t", 0): Errors.NONE,
+        ("t", 1): Errors.KAFKA_STORAGE_ERROR,
+        ("u", 0): Errors.KAFKA_STORAGE_ERROR,
+    }
+    sr = client.stop_replica([("t", 1, -2, True)])
+    assert sr_errors(sr) == {("t", 1): Errors.KAFKA_STORAGE_ERROR}
+    offline = {(tp.topic, tp.partition) for tp in client.describe().offline_partitions}
+    assert offline == {("t", 1), ("u", 0)}
+
+
+# --- StopReplica ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("epoch", [-2, -1, 5, 6])
+def test_stop_replica_accepts_sentinels_and_current_or_newer_epochs(
+    client: Client, epoch: int
+) -> None:
+    client.lai([P("t", 0, leader_epoch=5), P("t", 1, leader_epoch=5)])
+    sr = client.stop_replica([("t", 0, epoch, False), ("t", 1, epoch, True)])
+    assert sr.error_code == Errors.NONE
+    assert sr_errors(sr) == {("t", 0): Errors.NONE, ("t", 1): Errors.NONE}
+    stopped = client.hosted("t", 0)
+    assert stopped is not None and stopped.role == broker_pb2.PARTITION_ROLE_STOPPED
+    assert client.hosted("t", 1) is None  # delete_partition removes it
+
+
+def test_stop_replica_with_an_older_leader_epoch_is_fenced(client: Client) -> None:
+    client.lai([P("t", 0, leader_epoch=5)])
+    sr = client.stop_replica([("t", 0, 4, True), ("gone", 0, 0, True)])
+    assert sr_errors(sr) == {("t", 0): Errors.FENCED_LEADER_EPOCH, ("gone", 0): Errors.NONE}
+    hosted = client.hosted("t", 0)
+    assert hosted is not None and hosted.role == broker_pb2.PARTITION_ROLE_LEADER
+
+
+def test_stopped_partition_keeps_its_epoch(client: Client) -> None:
+    client.lai([P("t", 0, leader_epoch=5)])
+    client.stop_replica([("t", 0, 5, False)])
+    assert lai_errors(client.lai([P("t", 0, leader_epoch=5)])) == {("t", 0): 11}
+    assert lai_errors(client.lai([P("t", 0, leader=2, leader_epoch=6)])) == {("t", 0): 0}
+    hosted = client.hosted("t", 0)
+    assert hosted is not None and hosted.role == broker_pb2.PARTITION_ROLE_FOLLOWER
+
+
+# --- UpdateMetadata ---------------------------------------------------------------------------
+
+
+def test_update_metadata_replaces_live_brokers_and_upserts_partitions(client: Client) -> None:
+    assert (
+        client.umr([P("t", 0), P("t", 1, leader=2)], live=(1, 2, 3), controller_id=7).error_code
+        == 0
+    )
+    assert client.umr([P("t", 1, leader=3, leader_epoch=1)], live=(3, 1)).error_code == 0
+    d = client.describe()
+    assert [b.id for b in d.live_brokers] == [1, 3]  # replaced, not merged
+    assert d.live_brokers[0].endpoints[0].port == 9001
+    states = {(m.topic_name, m.state.partition_index): m.state for m in d.metadata_partitions}
+    assert states[("t", 0)].leader == ME
+    assert (states[("t", 1)].leader, states[("t", 1)].leader_epoch) == (3, 1)
+    assert d.metadata_controller_id == 0  # from the latest UMR
+    # UpdateMetadata never touches the partition table.
+    assert list(d.partitions) == []
+
+
+def test_update_metadata_leader_minus_two_removes_the_partition(client: Client) -> None:
+    client.umr([P("t", 0), P("t", 1), P("u", 0)])
+    client.umr([P("t", 0, leader=-2), P("t", 1, leader=-2)])
+    d = client.describe()
+    assert [(m.topic_name, m.state.partition_index) for m in d.metadata_partitions] == [("u", 0)]
+
+
+# --- the gRPC server --------------------------------------------------------------------------
+
+
+def test_health_and_reflection(broker: BrokerServer) -> None:
+    channel = grpc.insecure_channel(broker.address)
+    try:
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "zkcontroller.v1.BrokerService"):
+            status = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5).status
+            assert status == health_pb2.HealthCheckResponse.SERVING
+        refl = reflection_pb2_grpc.ServerReflectionStub(channel)
+        answers = refl.ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5
+        )
+        names = {s.name for a in answers for s in a.list_services_response.service}
+        assert {"zkcontroller.v1.BrokerService", "grpc.health.v1.Health"} <= names
+    finally:
+        channel.close()
+
+
+def test_many_brokers_in_one_process_keep_separate_state() -> None:
+    servers = [BrokerServer(BrokerConfig(b), broker_epoch=b * 10).start() for b in range(1, 6)]
+    try:
+        assert len({s.port for s in servers}) == 5
+        c3 = Client(servers[2].address)
+        p = P("t", 0, leader=3, replicas=(3,), isr=(3,))
+        assert lai_errors(c3.lai([p], broker_epoch=30)) == {("t", 0): 0}
+        for s in servers:
+            d = s.describe()
+            assert d.broker_id == s.broker_id and d.broker_epoch == s.broker_id * 10
+            assert len(d.partitions) == (1 if s.broker_id == 3 else 0)
+        c3.channel.close()
+    finally:
+        for s in servers:
+            s.stop(grace=0)
+
+
+def test_listen_address_in_use_fails_to_start(broker: BrokerServer) -> None:
+    other = BrokerServer(BrokerConfig(2, listen=f"127.0.0.1:{broker.port}"))
+    with pytest.raises(OSError, match="cannot listen"):
+        other.start()
