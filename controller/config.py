@@ -28,6 +28,10 @@ from typing import Any, NamedTuple
 ENV_PREFIX = "ZKC_"
 #: Conventional variable for the connect string (as in many ZooKeeper tools); ``ZKC_`` wins.
 ENV_ALIASES: Mapping[str, str] = types.MappingProxyType({"ZK_CONNECT": "zookeeper.connect"})
+#: Short flags kept from the CLI contract (``zk-controller run --zookeeper ...``).
+FLAG_ALIASES: Mapping[str, tuple[str, ...]] = types.MappingProxyType(
+    {"zookeeper.connect": ("--zookeeper",)}
+)
 
 DEFAULT_METRICS_LISTEN = "127.0.0.1:9309"
 DEFAULT_GRPC_LISTEN = "127.0.0.1:9095"
@@ -475,8 +479,8 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         "settings", "override the config file and ZKC_* environment variables")
     for s in SETTINGS:
         group.add_argument(
-            s.flag, dest=_FLAG_DEST_PREFIX + s.attr, metavar=s.kind.value.upper(),
-            default=None, help=s.doc.replace("%", "%%"))
+            s.flag, *FLAG_ALIASES.get(s.name, ()), dest=_FLAG_DEST_PREFIX + s.attr,
+            metavar=s.kind.value.upper(), default=None, help=s.doc.replace("%", "%%"))
 
 
 def flags_from_args(args: argparse.Namespace) -> dict[str, str]:

@@ -78,6 +78,8 @@ class Controller:
         )
         self._session_lost = False
         self._handlers: dict[type[ControllerEvent], Handler] = {}
+        # Called on the event thread after every event (e.g. gRPC health follows is_active).
+        self.after_event_hooks: list[Callable[[Controller], None]] = []
         if metrics is not None:
             metrics.set_state_source(lambda: self.events.state)
             metrics.set_queue_size_source(self.events.queue_size)
@@ -183,6 +185,11 @@ class Controller:
         finally:
             self.state_change_log.flush()
             self.refresh_metrics()
+            for hook in self.after_event_hooks:
+                try:
+                    hook(self)
+                except Exception:
+                    log.exception("after-event hook failed")
             bind_controller_context(self.controller_id, self.context.epoch)
 
     def preempt(self, event: ControllerEvent) -> None:

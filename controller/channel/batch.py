@@ -1,0 +1,294 @@
+"""``ControllerBrokerRequestBatch``: accumulate, then flush (reference §4.3).
+
+Each state-machine call (and the controller itself) owns one batch. Requests are gathered per
+broker and per partition while the call runs, then sent as ONE request per broker per kind, in
+the order LeaderAndIsr -> UpdateMetadata -> StopReplica. Flags are sticky within a batch
+(``is_new``, ``delete_partition``), UpdateMetadata partition states are last-writer-wins, and
+requests for brokers that are not live-or-shutting-down are dropped at send time.
+
+Responses come back on the broker's sender thread; the callbacks only turn them into controller
+events (``put``), so the event thread handles them in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+import structlog
+
+from controller.api.errors import Errors
+from controller.channel import convert
+from controller.channel.convert import (
+    LeaderAndIsrPartition,
+    StopReplicaPartition,
+    UpdateMetadataPartition,
+)
+from controller.channel.sender import OutboundRequest
+from controller.core.errors import IllegalRequestBatchStateError
+from controller.core.events import (
+    ControllerEvent,
+    LeaderAndIsrResponseReceived,
+    TopicDeletionStopReplicaResponseReceived,
+    UpdateMetadataResponseReceived,
+)
+from controller.core.model import (
+    Broker,
+    EndPoint,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+)
+
+if TYPE_CHECKING:
+    from controller.channel.manager import ControllerChannelManager
+    from controller.core.context import ControllerContext
+
+log = structlog.get_logger("controller.request_batch")
+
+EventSink = Callable[[ControllerEvent], object]
+
+
+def inter_broker_endpoint(broker: Broker) -> EndPoint | None:
+    """The endpoint advertised to other brokers in LiveLeaders: the PLAINTEXT one, else the
+    first one."""
+    for ep in broker.endpoints:
+        if ep.listener == "PLAINTEXT":
+            return ep
+    return broker.endpoints[0] if broker.endpoints else None
+
+
+class ControllerBrokerRequestBatch:
+    def __init__(
+        self,
+        controller_id: int,
+        context: ControllerContext,
+        channel: ControllerChannelManager,
+        put: EventSink,
+        state_change_log: object | None = None,
+    ) -> None:
+        self.controller_id = controller_id
+        self.context = context
+        self.channel = channel
+        self._put = put
+        self.leader_and_isr_requests: dict[int, dict[TopicPartition, LeaderAndIsrPartition]] = {}
+        self.stop_replica_requests: dict[int, dict[TopicPartition, StopReplicaPartition]] = {}
+        self.update_metadata_brokers: set[int] = set()
+        self.update_metadata_partitions: dict[TopicPartition, UpdateMetadataPartition] = {}
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def new_batch(self) -> None:
+        if self.leader_and_isr_requests or self.stop_replica_requests:
+            raise IllegalRequestBatchStateError(
+                "controller to broker request batch is not empty while creating a new one: "
+                f"LeaderAndIsr for brokers {sorted(self.leader_and_isr_requests)}, "
+                f"StopReplica for brokers {sorted(self.stop_replica_requests)}"
+            )
+        if self.update_metadata_brokers:
+            raise IllegalRequestBatchStateError(
+                "controller to broker request batch is not empty while creating a new one: "
+                f"UpdateMetadata for brokers {sorted(self.update_metadata_brokers)}"
+            )
+
+    def clear(self) -> None:
+        self.leader_and_isr_requests.clear()
+        self.stop_replica_requests.clear()
+        self.update_metadata_brokers.clear()
+        self.update_metadata_partitions.clear()
+
+    @property
+    def is_empty(self) -> bool:
+        return not (
+            self.leader_and_isr_requests
+            or self.stop_replica_requests
+            or self.update_metadata_brokers
+        )
+
+    # -- accumulation --------------------------------------------------------------------
+
+    def add_leader_and_isr_request_for_brokers(
+        self,
+        broker_ids: Iterable[int],
+        tp: TopicPartition,
+        leadership: LeaderIsrAndControllerEpoch,
+        assignment: ReplicaAssignment,
+        *,
+        is_new: bool,
+    ) -> None:
+        for broker_id in broker_ids:
+            if broker_id < 0:
+                continue  # a leader of -1 is never a recipient
+            per_broker = self.leader_and_isr_requests.setdefault(broker_id, {})
+            previous = per_broker.get(tp)
+            sticky_new = is_new or (previous is not None and previous.is_new)
+            per_broker[tp] = LeaderAndIsrPartition(leadership, assignment, sticky_new)
+        self.add_update_metadata_request_for_brokers(
+            self.context.live_or_shutting_down_broker_ids(), (tp,)
+        )
+
+    def add_stop_replica_request_for_brokers(
+        self, broker_ids: Iterable[int], tp: TopicPartition, *, delete_partition: bool
+    ) -> None:
+        leader_epoch = self.context.leader_epoch(tp)
+        for broker_id in broker_ids:
+            if broker_id < 0:
+                continue
+            per_broker = self.stop_replica_requests.setdefault(broker_id, {})
+            previous = per_broker.get(tp)
+            sticky_delete = delete_partition or (previous is not None and previous.delete_partition)
+            per_broker[tp] = StopReplicaPartition(leader_epoch, sticky_delete)
+
+    def add_update_metadata_request_for_brokers(
+        self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition]
+    ) -> None:
+        ctx = self.context
+        self.update_metadata_brokers.update(b for b in broker_ids if b >= 0)
+        for tp in partitions:
+            info = ctx.partition_leadership_info(tp)
+            if info is None:
+                log.debug(
+                    "no leadership for partition; leaving it out of UpdateMetadata",
+                    partition=str(tp),
+                )
+                continue
+            replicas = ctx.partition_replica_assignment(tp)
+            # Shutting-down brokers count as offline here (pitfall 7).
+            offline = tuple(r for r in replicas if not ctx.is_replica_online(r, tp))
+            if ctx.is_topic_queued_up_for_deletion(tp.topic):
+                info = LeaderIsrAndControllerEpoch(
+                    LeaderAndIsr.during_delete(info.leader_and_isr.isr), info.controller_epoch
+                )
+            self.update_metadata_partitions[tp] = UpdateMetadataPartition(info, replicas, offline)
+
+    # -- sending -------------------------------------------------------------------------
+
+    def send_requests_to_brokers(self, controller_epoch: int) -> None:
+        try:
+            self._send_leader_and_isr(controller_epoch)
+            self._send_update_metadata(controller_epoch)
+            self._send_stop_replica(controller_epoch)
+        except Exception as exc:
+            log.error(
+                "failed to send controller requests",
+                leader_and_isr_brokers=sorted(self.leader_and_isr_requests),
+                update_metadata_brokers=sorted(self.update_metadata_brokers),
+                stop_replica_brokers=sorted(self.stop_replica_requests),
+            )
+            raise IllegalRequestBatchStateError(str(exc)) from exc
+
+    def _epoch_of(self, broker_id: int) -> int | None:
+        return self.context.live_broker_id_and_epochs().get(broker_id)
+
+    def _send_leader_and_isr(self, controller_epoch: int) -> None:
+        ctx = self.context
+        for broker_id, partitions in self.leader_and_isr_requests.items():
+            broker_epoch = self._epoch_of(broker_id)
+            if broker_epoch is None:
+                continue  # not live-or-shutting-down: dropped silently (pitfall 10)
+            leaders = sorted({p.leadership.leader_and_isr.leader for p in partitions.values()})
+            live_leaders = []
+            for leader in leaders:
+                broker = ctx.live_or_shutting_down_broker(leader)
+                endpoint = inter_broker_endpoint(broker) if broker is not None else None
+                if endpoint is not None:
+                    live_leaders.append((leader, endpoint))
+            request = convert.leader_and_isr_request(
+                controller_id=self.controller_id,
+                controller_epoch=controller_epoch,
+                broker_epoch=broker_epoch,
+                partitions=partitions,
+                topic_ids=ctx.topic_ids,
+                live_leaders=live_leaders,
+            )
+            names = {
+                ctx.topic_ids[t]: t for t in {tp.topic for tp in partitions} if t in ctx.topic_ids
+            }
+            self.channel.send(
+                broker_id,
+                OutboundRequest.leader_and_isr(request),
+                self._leader_and_isr_callback(broker_id, names),
+            )
+        self.leader_and_isr_requests.clear()
+
+    def _leader_and_isr_callback(self, broker_id: int, topic_names: dict[str, str]):
+        put = self._put
+
+        def on_response(response: object) -> None:
+            result = convert.parse_leader_and_isr_response(response, topic_names)
+            put(
+                LeaderAndIsrResponseReceived(
+                    broker_id=broker_id,
+                    error_code=result.error_code,
+                    partition_errors=result.partition_errors,
+                )
+            )
+
+        return on_response
+
+    def _send_update_metadata(self, controller_epoch: int) -> None:
+        if not self.update_metadata_brokers:
+            return
+        ctx = self.context
+        live = ctx.live_or_shutting_down_brokers()
+        targets = sorted(self.update_metadata_brokers & ctx.live_or_shutting_down_broker_ids())
+        put = self._put
+        for broker_id in targets:
+            request = convert.update_metadata_request(
+                controller_id=self.controller_id,
+                controller_epoch=controller_epoch,
+                broker_epoch=self._epoch_of(broker_id) or -1,
+                partitions=self.update_metadata_partitions,
+                topic_ids=ctx.topic_ids,
+                live_brokers=live,
+            )
+
+            def on_response(response: object, b: int = broker_id) -> None:
+                code = convert.parse_update_metadata_response(response)
+                put(UpdateMetadataResponseReceived(broker_id=b, error_code=code))
+
+            self.channel.send(broker_id, OutboundRequest.update_metadata(request), on_response)
+        self.update_metadata_brokers.clear()
+        self.update_metadata_partitions.clear()
+
+    def _send_stop_replica(self, controller_epoch: int) -> None:
+        ctx = self.context
+        for broker_id, partitions in self.stop_replica_requests.items():
+            broker_epoch = self._epoch_of(broker_id)
+            if broker_epoch is None:
+                continue
+            request = convert.stop_replica_request(
+                controller_id=self.controller_id,
+                controller_epoch=controller_epoch,
+                broker_epoch=broker_epoch,
+                partitions=partitions,
+            )
+            # Only deletions of topics whose deletion has started report back (reference §4.3).
+            watched = {
+                tp
+                for tp, p in partitions.items()
+                if p.delete_partition and ctx.is_topic_deletion_in_progress(tp.topic)
+            }
+            self.channel.send(
+                broker_id,
+                OutboundRequest.stop_replica(request),
+                self._stop_replica_callback(broker_id, watched) if watched else None,
+            )
+        self.stop_replica_requests.clear()
+
+    def _stop_replica_callback(self, broker_id: int, watched: set[TopicPartition]):
+        put = self._put
+
+        def on_response(response: object) -> None:
+            result = convert.parse_stop_replica_response(response)
+            errors = {tp: result.partition_errors.get(tp, Errors.NONE) for tp in watched}
+            put(
+                TopicDeletionStopReplicaResponseReceived(
+                    replica_id=broker_id,
+                    request_error=result.error_code,
+                    partition_errors=errors,
+                )
+            )
+
+        return on_response

@@ -1,0 +1,87 @@
+"""``zk-controller run``: the controller daemon in the foreground.
+
+With no ZooKeeper configured (no ``--zookeeper``, ``ZK_CONNECT``/``ZKC_ZOOKEEPER_CONNECT`` or
+config file entry), it first starts an embedded local ZooKeeper (a development convenience;
+production controllers point at an ensemble).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from controller.config import (
+    ConfigError,
+    add_config_arguments,
+    flags_from_args,
+    load_config,
+    render_effective_config,
+)
+
+EMBEDDED_ZOOKEEPER_PORT = 2181
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run the controller daemon in the foreground",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--validate-config",
+        action="store_true",
+        help="print the effective configuration (or every problem) and exit",
+    )
+    parser.add_argument(
+        "--embedded-zookeeper-port",
+        type=int,
+        default=EMBEDDED_ZOOKEEPER_PORT,
+        help="port of the embedded ZooKeeper started when none is configured (default 2181)",
+    )
+    add_config_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def _only_missing_zookeeper(error: ConfigError) -> bool:
+    return all(p.key == "zookeeper.connect" for p in error.problems)
+
+
+def run(args: argparse.Namespace) -> int:
+    flags = flags_from_args(args)
+    embedded = None
+    try:
+        config = load_config(args.config, flags=flags)
+    except ConfigError as error:
+        if args.validate_config or not _only_missing_zookeeper(error):
+            print(error, file=sys.stderr)
+            return 2
+        config = None
+    if args.validate_config:
+        print(render_effective_config(config))
+        return 0
+    if config is None:
+        from controller.zk.server import LocalZooKeeper, local_zookeeper_problem
+
+        problem = local_zookeeper_problem()
+        if problem:
+            print(f"no ZooKeeper configured and no embedded one possible: {problem}",
+                  file=sys.stderr)
+            return 2
+        probe = load_config(args.config, flags={**flags, "zookeeper.connect": "127.0.0.1:1"})
+        data_dir = probe.embedded_zookeeper_data_dir
+        embedded = LocalZooKeeper(port=args.embedded_zookeeper_port, data_dir=data_dir)
+        embedded.start()
+        print(f"started embedded ZooKeeper at {embedded.hosts} (data in {data_dir})",
+              file=sys.stderr)
+        config = load_config(args.config, flags={**flags, "zookeeper.connect": embedded.hosts})
+
+    from controller.daemon import ControllerDaemon
+
+    daemon = ControllerDaemon(config)
+    try:
+        daemon.run_forever()
+    finally:
+        if embedded is not None:
+            embedded.close()
+    return 0

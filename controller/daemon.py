@@ -1,0 +1,139 @@
+"""The controller daemon: wires the components into one process and runs it.
+
+Start order: logging, state-change log, metrics + HTTP, ZooKeeper session, broker channel,
+controller, gRPC server. Stop order (SIGTERM/SIGINT): resign (deleting our own ``/controller``
+so a standby takes over at once), stop the event thread, stop gRPC, close the ZooKeeper session
+(which removes any ephemeral left), stop HTTP, close the logs. Signal handlers only set flags;
+the main thread does the work.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+
+import structlog
+
+from controller.channel.manager import ControllerChannelManager
+from controller.config import ControllerConfig
+from controller.core.controller import Controller
+from controller.core.events import Resign
+from controller.http_server import ControllerHttpServer, Readiness, start_http_server
+from controller.logs import configure_logging, set_level
+from controller.metrics import ControllerMetrics
+from controller.rpc.server import ControllerGrpcServer, follow_active_state
+from controller.rpc.service import ControllerServicer
+from controller.state_change_log import StateChangeLog
+from controller.zk.kazoo_port import KazooPort
+from controller.zk.port import SessionState
+
+log = structlog.get_logger("controller.daemon")
+
+
+class ControllerDaemon:
+    def __init__(self, config: ControllerConfig, *, configure_logs: bool = True) -> None:
+        self.config = config
+        if configure_logs:
+            configure_logging(config.log_level, config.log_format)
+        self.state_change_log = StateChangeLog(config.state_change_log_file, config.controller_id)
+        self.metrics = ControllerMetrics()
+        self.port = KazooPort(
+            config.zookeeper_connect, session_timeout=config.zookeeper_session_timeout_ms / 1000
+        )
+        self.channel = ControllerChannelManager(
+            config.controller_id,
+            config.broker_listener_name,
+            request_timeout_s=max(config.request_timeout_ms, 1) / 1000,
+        )
+        self.controller = Controller(
+            config,
+            self.port,
+            self.channel,
+            state_change_log=self.state_change_log,
+            metrics=self.metrics,
+        )
+        self.grpc = ControllerGrpcServer(str(config.grpc_listen))
+        self.grpc.add_controller_service(ControllerServicer(self.controller))
+        self.http: ControllerHttpServer | None = None
+        self._stop = threading.Event()
+        self._reload = threading.Event()
+        self._stopped = False
+
+    def readiness(self) -> Readiness:
+        return Readiness(
+            zookeeper_connected=self.port.state is SessionState.CONNECTED,
+            active=self.controller.is_active,
+            controller_id=self.config.controller_id,
+            epoch=self.controller.context.epoch or None,
+        )
+
+    def start(self) -> None:
+        self.http = start_http_server(
+            self.config.metrics_listen, self.metrics.registry, self.readiness
+        )
+        self.port.start(timeout=self.config.zookeeper_connection_timeout_ms / 1000)
+        follow_active_state(self.grpc, self.controller)
+        self.grpc.start()
+        self.controller.startup()
+        log.info(
+            "controller started",
+            controller_id=self.config.controller_id,
+            zookeeper=self.config.zookeeper_connect,
+            metrics_url=f"{self.http.url}/metrics",
+            grpc=self.grpc.address,
+        )
+
+    def stop(self, resign_timeout: float = 10.0) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        log.info("stopping controller", controller_id=self.config.controller_id)
+        resign = Resign()
+        self.controller.events.put(resign)
+        try:
+            resign.done.result(resign_timeout)
+        except Exception:
+            log.warning("resignation did not finish in time", timeout_s=resign_timeout)
+        self.controller.shutdown()
+        self.grpc.stop()
+        try:
+            self.port.stop()
+        except Exception:
+            log.exception("closing the ZooKeeper session failed")
+        if self.http is not None:
+            self.http.shutdown()
+        self.state_change_log.close()
+        log.info("controller stopped", controller_id=self.config.controller_id)
+
+    # -- foreground run ------------------------------------------------------------------
+
+    def request_stop(self, signum: int = signal.SIGTERM, frame: FrameType | None = None) -> None:
+        self._stop.set()
+
+    def request_reload(self, signum: int = signal.SIGHUP, frame: FrameType | None = None) -> None:
+        self._reload.set()
+        self._stop.set()  # wake the main loop; it tells reload from stop
+
+    def run_forever(self) -> None:
+        """Run until SIGTERM/SIGINT. SIGHUP reopens the state-change log (log rotation)."""
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+        signal.signal(signal.SIGHUP, self.request_reload)
+        self.start()
+        try:
+            while True:
+                self._stop.wait()
+                if self._reload.is_set():
+                    self._reload.clear()
+                    self._stop.clear()
+                    self._on_reload()
+                    continue
+                break
+        finally:
+            self.stop()
+
+    def _on_reload(self) -> None:
+        self.state_change_log.reopen()
+        set_level(self.config.log_level)
+        log.info("reopened the state-change log", path=str(self.state_change_log.path))

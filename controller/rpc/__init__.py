@@ -1,0 +1,1 @@
+"""The controller's gRPC server: ControllerService (brokers call it), health and reflection."""

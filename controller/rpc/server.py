@@ -1,0 +1,75 @@
+"""The controller's gRPC server.
+
+Serves ``zkcontroller.v1.ControllerService`` (the broker-to-controller RPCs), gRPC health
+checking (the overall status "" is SERVING while the process is up; the ControllerService
+status is SERVING only on the active controller, so clients and load balancers find it) and
+server reflection (so ``grpcurl`` works).
+
+Servicers are thin: they turn a request into a controller event, wait for the event thread to
+answer within the RPC's deadline, and map "not the controller" to NOT_CONTROLLER with the
+active controller's id in trailing metadata.
+"""
+
+from __future__ import annotations
+
+from concurrent import futures
+from typing import TYPE_CHECKING
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from controller.api.v1 import controller_pb2, controller_pb2_grpc
+
+if TYPE_CHECKING:
+    from controller.core.controller import Controller
+
+CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
+
+
+class ControllerGrpcServer:
+    def __init__(self, address: str, *, max_workers: int = 8) -> None:
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
+        self.health = health.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
+        self.port = self._server.add_insecure_port(address)
+        if self.port == 0:
+            raise OSError(f"cannot bind the gRPC listener to {address}")
+        host = address.rsplit(":", 1)[0]
+        self.address = f"{host}:{self.port}"
+        self._services = [CONTROLLER_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME]
+
+    def add_controller_service(
+        self, servicer: controller_pb2_grpc.ControllerServiceServicer
+    ) -> None:
+        controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, self._server)
+
+    def start(self) -> None:
+        reflection.enable_server_reflection(self._services, self._server)
+        self.health.set("", health_pb2.HealthCheckResponse.SERVING)
+        self.set_active(False)
+        self._server.start()
+
+    def set_active(self, active: bool) -> None:
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if active
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        self.health.set(CONTROLLER_SERVICE, status)
+
+    def stop(self, grace: float = 2.0) -> None:
+        self.health.enter_graceful_shutdown()
+        self._server.stop(grace).wait(grace + 1)
+
+
+def follow_active_state(server: ControllerGrpcServer, controller: Controller) -> None:
+    """Keep the ControllerService health status equal to "this node is active"."""
+    last: list[bool | None] = [None]
+
+    def hook(ctl: Controller) -> None:
+        if ctl.is_active != last[0]:
+            last[0] = ctl.is_active
+            server.set_active(ctl.is_active)
+
+    controller.after_event_hooks.append(hook)
