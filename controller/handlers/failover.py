@@ -27,6 +27,7 @@ from controller.core.events import (
     TopicDeletion,
     ZkPartitionReassignment,
 )
+from controller.logs import bind_controller_context
 from controller.zk import paths
 from controller.zk.errors import ControllerMovedError, MalformedZnodeError
 from controller.zk.watches import ZNodeChangeHandler, ZNodeChildChangeHandler
@@ -121,6 +122,7 @@ class ControllerElection:
             ctl.context.epoch_zk_version = epoch_zk_version
             ctl.active_controller_id = ctl.controller_id
             ctl.state_change_log.set_epoch(epoch)
+            bind_controller_context(ctl.controller_id, epoch)
             ctl.state_change_log.controller("elected")
             if ctl.metrics is not None:
                 ctl.metrics.inc_failovers()
