@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -19,9 +20,9 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from kazoo.client import KazooClient
 
 from controller.api.errors import Errors
-from controller.api.v1 import broker_pb2, broker_pb2_grpc, common_pb2
+from controller.api.v1 import broker_pb2, broker_pb2_grpc
 from controller.broker import BrokerConfig, BrokerIdInUseError, BrokerRegistrar, BrokerServer
-from controller.core.model import TopicPartition
+from controller.core.model import EndPoint, TopicPartition
 from controller.zk import codecs
 from controller.zk.kazoo_port import KazooPort
 
@@ -428,3 +429,194 @@ def test_listen_address_in_use_fails_to_start(broker: BrokerServer) -> None:
     other = BrokerServer(BrokerConfig(2, listen=f"127.0.0.1:{broker.port}"))
     with pytest.raises(OSError, match="cannot listen"):
         other.start()
+
+
+# --- ZooKeeper registration (needs a real ZooKeeper) ------------------------------------------
+
+
+@pytest.fixture
+def zk_port(zk_connect: str) -> Iterator[KazooPort]:
+    port = KazooPort(zk_connect, session_timeout=6.0)
+    port.start()
+    yield port
+    port.stop()
+
+
+def kazoo(zk_connect: str) -> KazooClient:
+    client = KazooClient(hosts=zk_connect)
+    client.start(timeout=10)
+    return client
+
+
+def expire_session(zk_connect: str, client_id: tuple[int, bytes]) -> None:
+    """A real server-side expiry: take the session over with a second client, then close it."""
+    hosts = zk_connect.split("/", 1)[0]
+    thief = KazooClient(hosts=hosts, client_id=client_id)
+    thief.start(timeout=10)
+    thief.stop()
+    thief.close()
+
+
+def test_registration_is_kafkas_v5_json_and_the_epoch_is_the_czxid(
+    zk_connect: str, zk_port: KazooPort
+) -> None:
+    server = BrokerServer(BrokerConfig(4, rack="rack-a"), zk_port).start()
+    observer = kazoo(zk_connect)
+    try:
+        data, stat = observer.get("/brokers/ids/4")
+        doc = json.loads(data)
+        address = f"127.0.0.1:{server.port}"
+        assert doc == {
+            "version": 5,
+            "host": "127.0.0.1",
+            "port": server.port,
+            "jmx_port": -1,
+            "timestamp": doc["timestamp"],
+            "endpoints": [f"PLAINTEXT://{address}", f"CONTROLLER://{address}"],
+            "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"},
+            "rack": "rack-a",
+            "features": {},
+        }
+        assert isinstance(doc["timestamp"], str) and doc["timestamp"].isdigit()
+        # Kafka's create-then-setData multi leaves version 1; the node is ephemeral and ours.
+        assert stat.version == 1
+        assert stat.ephemeralOwner == zk_port.session_id
+        assert server.broker_epoch == stat.czxid
+        assert Client(server.address).describe().broker_epoch == stat.czxid
+        # The controller's own decoder reads it, and finds the CONTROLLER endpoint.
+        decoded = codecs.decode_broker(4, data)
+        endpoint = decoded.endpoint("CONTROLLER")
+        assert endpoint is not None and endpoint.address == server.address
+        assert decoded.rack == "rack-a"
+        # Kafka's persistent top-level paths exist.
+        for path in ("/brokers/topics", "/admin/delete_topics", "/isr_change_notification"):
+            assert observer.exists(path) is not None
+
+        server.stop(grace=0)
+        assert observer.exists("/brokers/ids/4") is None  # deregistered on stop
+    finally:
+        server.stop(grace=0)
+        observer.stop()
+
+
+def test_session_expiry_re_registers_with_a_new_epoch(zk_connect: str, zk_port: KazooPort) -> None:
+    server = BrokerServer(BrokerConfig(ME), zk_port).start()
+    client = Client(server.address)
+    observer = kazoo(zk_connect)
+    try:
+        old_epoch = server.broker_epoch
+        old_session = zk_port.session_id
+        assert client.lai([P("t", 0)], broker_epoch=old_epoch).error_code == 0
+        client_id = zk_port.client_id
+        assert client_id is not None
+        expire_session(zk_connect, client_id)
+
+        assert wait_until(lambda: server.broker_epoch != old_epoch), "no re-registration"
+        _, stat = observer.get("/brokers/ids/1")
+        assert stat.czxid == server.broker_epoch > old_epoch
+        assert stat.ephemeralOwner == zk_port.session_id != old_session
+        assert stat.version == 1
+        # Requests carrying the old epoch are now stale; the new one works.
+        resp = client.lai([P("t", 0, leader_epoch=1)], broker_epoch=old_epoch)
+        assert resp.error_code == Errors.STALE_BROKER_EPOCH
+        resp = client.lai([P("t", 0, leader_epoch=1)], broker_epoch=server.broker_epoch)
+        assert resp.error_code == Errors.NONE
+    finally:
+        client.channel.close()
+        server.stop(grace=0)
+        observer.stop()
+
+
+def test_broker_id_registered_by_another_session_is_refused(
+    zk_connect: str, zk_port: KazooPort
+) -> None:
+    first = BrokerServer(BrokerConfig(5), zk_port).start()
+    other_port = KazooPort(zk_connect, session_timeout=6.0)
+    other_port.start()
+    try:
+        second = BrokerServer(BrokerConfig(5), other_port)
+        with pytest.raises(BrokerIdInUseError, match="broker id 5 is already registered"):
+            second.start()
+        with pytest.raises(ConnectionRefusedError):  # it stopped serving when it failed
+            socket.create_connection(("127.0.0.1", second.port), timeout=2).close()
+        _, stat = other_port.get("/brokers/ids/5")
+        assert stat.czxid == first.broker_epoch  # the first registration is untouched
+    finally:
+        first.stop(grace=0)
+        other_port.stop()
+
+
+def test_leftover_node_of_a_previous_session_is_replaced(
+    zk_connect: str, zk_port: KazooPort
+) -> None:
+    # Models a broker whose old session's ephemeral is still visible after it got a new
+    # session: the registrar knows that session was its own, so it deletes and re-creates.
+    old = BrokerRegistrar(zk_port, _registration(6))
+    old_epoch = old.register()
+    new_port = KazooPort(zk_connect, session_timeout=6.0)
+    new_port.start()
+    try:
+        epochs: list[int] = []
+        new = BrokerRegistrar(
+            new_port, _registration(6), epochs.append, previous_sessions=set(old.sessions)
+        )
+        epoch = new.register()
+        _, stat = new_port.get("/brokers/ids/6")
+        assert epoch == stat.czxid == epochs[0] > old_epoch
+        assert stat.ephemeral_owner == new_port.session_id
+    finally:
+        new_port.stop()
+
+
+def test_node_already_created_by_this_session_is_adopted(zk_port: KazooPort) -> None:
+    # ZOOKEEPER-2985: a create whose reply was lost and that was resent finds its own node.
+    zk_port.ensure_path("/brokers/ids")
+    zk_port.create("/brokers/ids/8", b"{}", ephemeral=True)
+    _, before = zk_port.get("/brokers/ids/8")
+    epoch = BrokerRegistrar(zk_port, _registration(8)).register()
+    assert epoch == before.czxid
+
+
+def test_cli_runs_registers_and_stops_cleanly_on_sigterm(zk_connect: str) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "controller",
+            "broker",
+            "--zookeeper",
+            zk_connect,
+            "--broker-id",
+            "11",
+            "--session-timeout-ms",
+            "6000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "ZK_CONNECT": ""},
+        text=True,
+    )
+    observer = kazoo(zk_connect)
+    try:
+        assert wait_until(lambda: observer.exists("/brokers/ids/11") is not None, 20), (
+            proc.stdout.read() if proc.poll() is not None and proc.stdout else "not registered"
+        )
+        data, _ = observer.get("/brokers/ids/11")
+        endpoint = codecs.decode_broker(11, data).endpoint("CONTROLLER")
+        assert endpoint is not None
+        described = Client(endpoint.address).describe()
+        assert described.broker_id == 11
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+        assert observer.exists("/brokers/ids/11") is None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        observer.stop()
+
+
+def _registration(broker_id: int) -> codecs.BrokerRegistration:
+    return codecs.BrokerRegistration(
+        broker_id, (EndPoint("CONTROLLER", "127.0.0.1", 9000 + broker_id),)
+    )
