@@ -102,7 +102,7 @@ class ControllerElection:
         except MalformedZnodeError as exc:
             # Someone holds /controller but we cannot tell who; the watch is armed, so a
             # repair or deletion of the node brings us back here.
-            log.error("cannot read the active controller", path=exc.path, error=exc.problem)
+            log.error("cannot read the active controller", path=exc.path, error=str(exc))
             return -2
         return -1 if active is None else active
 

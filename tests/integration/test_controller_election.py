@@ -1,0 +1,258 @@
+"""Controller election, failover, expiry, fencing and graceful stop on a real ZooKeeper
+(issue: foundation). Controllers run as real processes where the test needs signals, and
+in-process where it needs to reach inside (session ids, blocking the event thread)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from controller.config import load_config
+from controller.core.controller import Controller
+from controller.core.events import Probe
+from controller.daemon import ControllerDaemon
+from controller.zk import codecs
+from controller.zk.server import free_port
+from tests.support import ControllerProcess, controller_in_zk, kazoo, wait_until
+
+SESSION_TIMEOUT_MS = 4000
+
+
+@pytest.fixture
+def zk(zk_connect: str) -> Iterator[KazooClient]:
+    client = kazoo(zk_connect)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
+def processes(zk_connect: str, tmp_path: Path) -> Iterator[Callable[[int], ControllerProcess]]:
+    started: list[ControllerProcess] = []
+
+    def start(controller_id: int) -> ControllerProcess:
+        proc = ControllerProcess(
+            zk_connect, controller_id, tmp_path, session_timeout_ms=SESSION_TIMEOUT_MS
+        )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.close()
+
+
+@pytest.fixture
+def daemons(zk_connect: str, tmp_path: Path) -> Iterator[Callable[[int], ControllerDaemon]]:
+    started: list[ControllerDaemon] = []
+
+    def start(controller_id: int) -> ControllerDaemon:
+        config = load_config(
+            flags={
+                "zookeeper.connect": zk_connect,
+                "controller.id": str(controller_id),
+                "metrics.listen": f"127.0.0.1:{free_port()}",
+                "grpc.listen": f"127.0.0.1:{free_port()}",
+                "log.dir": str(tmp_path / f"controller-{controller_id}"),
+                "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            },
+            env={},
+        )
+        daemon = ControllerDaemon(config, configure_logs=False)
+        daemon.start()
+        started.append(daemon)
+        return daemon
+
+    yield start
+    for daemon in started:
+        daemon.stop(resign_timeout=2)
+
+
+def active_ones(procs: list[ControllerProcess]) -> list[ControllerProcess]:
+    return [p for p in procs if p.active() == 1.0]
+
+
+def test_two_controllers_exactly_one_active_and_kill9_failover(zk, processes):
+    c1, c2 = processes(1), processes(2)
+    c1.wait_serving()
+    c2.wait_serving()
+    wait_until(
+        lambda: len(active_ones([c1, c2])) == 1 and controller_in_zk(zk)[0] is not None,
+        what="one active controller",
+    )
+    (active,) = active_ones([c1, c2])
+    standby = c2 if active is c1 else c1
+    assert standby.active() == 0.0
+    assert controller_in_zk(zk) == (active.controller_id, 1)
+    assert active.metrics()["kafka_controller_controller_epoch"] == 1.0
+
+    active.kill()  # kill -9: the session lingers until it times out
+    started = time.monotonic()
+    wait_until(
+        lambda: standby.active() == 1.0,
+        timeout=SESSION_TIMEOUT_MS / 1000 + 10,
+        what="standby takes over",
+    )
+    elapsed = time.monotonic() - started
+    assert elapsed <= SESSION_TIMEOUT_MS / 1000 + 2, f"took over after {elapsed:.2f}s"
+    assert controller_in_zk(zk) == (standby.controller_id, 2)
+    assert standby.metrics()["kafka_controller_controller_epoch"] == 2.0
+
+
+def test_server_side_session_expiry_resigns_and_one_controller_remains(zk, zk_connect, daemons):
+    d1 = daemons(1)
+    wait_until(lambda: d1.controller.is_active, what="d1 active")
+    d2 = daemons(2)
+    wait_until(lambda: d2.controller.active_controller_id == 1, what="d2 sees d1")
+
+    # A real expiry: a second client takes over d1's session and closes it.
+    session_id, password = d1.port.client_id
+    thief = KazooClient(hosts=zk_connect, client_id=(session_id, password))
+    thief.start(timeout=10)
+    thief.stop()
+    thief.close()
+
+    wait_until(lambda: d1.port.session_id not in (None, session_id), what="d1 on a new session")
+
+    def settled() -> bool:
+        owner, epoch = controller_in_zk(zk)
+        actives = [d for d in (d1, d2) if d.controller.is_active]
+        return len(actives) == 1 and owner == actives[0].config.controller_id and epoch >= 2
+
+    wait_until(settled, timeout=20, what="exactly one active controller at a higher epoch")
+    scl = (Path(d1.config.log_dir) / "state-change.log").read_text()
+    assert '"to_state":"resigned"' in scl
+
+
+def test_zombie_fenced_write_is_rejected_and_nothing_reaches_zookeeper(zk, daemons):
+    # A live broker registration, so a new topic's partition would be written.
+    from controller.core.model import EndPoint
+
+    registration = codecs.BrokerRegistration(
+        1, (EndPoint("CONTROLLER", "127.0.0.1", free_port()),), timestamp_ms=0
+    )
+    zk.create(
+        "/brokers/ids/1",
+        codecs.encode_broker_registration(registration),
+        ephemeral=True,
+        makepath=True,
+    )
+    d1 = daemons(1)
+    wait_until(
+        lambda: (
+            d1.controller.is_active
+            and d1.controller.call(lambda c: c.context.live_broker_ids()) == {1}
+        ),
+        what="d1 active with broker 1",
+    )
+
+    gate = threading.Event()
+    blocked = threading.Event()
+
+    def block(ctl: Controller) -> None:
+        blocked.set()
+        gate.wait(20)
+
+    d1.controller.events.put(Probe(fn=block))
+    assert blocked.wait(10)
+    # While d1 is stuck: a topic is created, then another controller takes over.
+    zk.create(
+        "/brokers/topics/fenced",
+        b'{"version":3,"partitions":{"0":[1]},"adding_replicas":{},"removing_replicas":{}}',
+        makepath=True,
+    )
+    time.sleep(0.3)  # let the TopicChange watch fire and queue before the takeover
+    zk.set("/controller_epoch", b"2")
+    zk.delete("/controller")
+    zk.create("/controller", codecs.encode_controller(99, 0), ephemeral=True)
+    gate.set()
+
+    wait_until(lambda: not d1.controller.is_active, what="zombie resigns")
+    assert d1.controller.active_controller_id == 99
+    assert zk.exists("/brokers/topics/fenced/partitions/0/state") is None
+    assert controller_in_zk(zk) == (99, 2)
+    scl = (Path(d1.config.log_dir) / "state-change.log").read_text()
+    assert '"to_state":"resigned"' in scl
+
+
+def test_sigstop_zombie_resigns_after_thaw(zk, processes):
+    c1 = processes(1)
+    c1.wait_serving()
+    wait_until(lambda: c1.active() == 1.0, what="c1 active")
+    c2 = processes(2)
+    c2.wait_serving()
+    c1.signal(signal.SIGSTOP)
+    try:
+        wait_until(
+            lambda: c2.active() == 1.0,
+            timeout=SESSION_TIMEOUT_MS / 1000 + 10,
+            what="c2 takes over from the frozen c1",
+        )
+    finally:
+        c1.signal(signal.SIGCONT)
+    wait_until(lambda: c1.active() == 0.0, what="thawed zombie is not active")
+    assert controller_in_zk(zk) == (2, 2)
+    wait_until(
+        lambda: '"to_state":"resigned"' in c1.state_change_log.read_text(),
+        what="zombie recorded its resignation",
+    )
+    # Everything in ZooKeeper written by a controller carries the new epoch, or none.
+    assert c1.proc.poll() is None, "the zombie keeps running"
+    assert c2.active() == 1.0
+
+
+def test_sigterm_deletes_controller_znode_and_standby_takes_over_fast(zk, processes):
+    c1 = processes(1)
+    c1.wait_serving()
+    wait_until(lambda: c1.active() == 1.0, what="c1 active")
+    c2 = processes(2)
+    c2.wait_serving()
+    started = time.monotonic()
+    assert c1.terminate() == 0
+    wait_until(lambda: c2.active() == 1.0, timeout=10, what="standby active")
+    elapsed = time.monotonic() - started
+    assert elapsed < 2.0, f"standby took {elapsed:.2f}s"
+    assert controller_in_zk(zk) == (2, 2)
+
+
+def test_malformed_controller_znode_is_reported_and_recovered(zk, processes):
+    zk.create("/controller", b"{not json", makepath=True)  # persistent: it stays malformed
+    c1 = processes(1)
+    c1.wait_serving()
+    wait_until(
+        lambda: "malformed data in znode /controller" in c1.output(),
+        what="an error naming /controller",
+    )
+    assert c1.active() == 0.0
+    assert c1.proc.poll() is None
+    # Repaired to name another controller: c1 follows it.
+    zk.set("/controller", codecs.encode_controller(7, 0))
+    time.sleep(0.5)
+    assert c1.active() == 0.0
+    # The node goes away: c1 is elected.
+    zk.delete("/controller")
+    wait_until(lambda: c1.active() == 1.0, what="c1 elected after the repair")
+    assert controller_in_zk(zk)[0] == 1
+
+
+def test_malformed_controller_epoch_is_reported_and_recovered(zk, processes):
+    zk.create("/controller_epoch", b"five", makepath=True)
+    c1 = processes(1)
+    c1.wait_serving()
+    wait_until(
+        lambda: "/controller_epoch" in c1.output() and "malformed" in c1.output(),
+        what="an error naming /controller_epoch",
+    )
+    assert c1.active() == 0.0
+    assert zk.exists("/controller") is None
+    zk.set("/controller_epoch", b"5")
+    wait_until(lambda: c1.active() == 1.0, timeout=15, what="c1 elected after the repair")
+    assert controller_in_zk(zk) == (1, 6)
+    assert json.loads(zk.get("/controller")[0])["version"] == 1
