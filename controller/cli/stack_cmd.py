@@ -1,0 +1,183 @@
+"""``zk-controller stack``: a whole local cluster in the foreground, for trying things out.
+
+It starts an embedded ZooKeeper (unless ``--zookeeper``/``ZK_CONNECT`` points at one), the
+controller (its log on this terminal), reference brokers (their logs under ``var/logs``) and a
+demo topic, then prints how to look around. Ctrl-C stops everything, brokers first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from controller.zk.server import LOOPBACK
+
+CLI = [sys.executable, "-m", "controller"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "stack",
+        help="run a local cluster: ZooKeeper, the controller, reference brokers, a demo topic",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--zookeeper",
+        default=os.environ.get("ZK_CONNECT"),
+        help="use this ZooKeeper instead of an embedded one (or ZK_CONNECT)",
+    )
+    parser.add_argument(
+        "--zookeeper-port",
+        type=int,
+        default=2181,
+        help="port of the embedded ZooKeeper (default 2181)",
+    )
+    parser.add_argument("--brokers", type=int, default=3, help="reference brokers (default 3)")
+    parser.add_argument(
+        "--broker-base-port",
+        type=int,
+        default=9101,
+        help="broker N listens on this port + N - 1 (default 9101)",
+    )
+    parser.add_argument("--topic", default="demo", help="demo topic to create ('' for none)")
+    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--replication-factor", type=int, default=3)
+    parser.add_argument("--metrics-listen", default=f"{LOOPBACK}:9309")
+    parser.add_argument("--grpc-listen", default=f"{LOOPBACK}:9095")
+    parser.add_argument("--var-dir", default="var", help="state and logs (default ./var)")
+    parser.set_defaults(func=run)
+
+
+class _Stack:
+    def __init__(self, var_dir: Path) -> None:
+        self.var_dir = var_dir
+        self.logs = var_dir / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    def spawn(
+        self, name: str, args: list[str], *, to_terminal: bool = False
+    ) -> subprocess.Popen[bytes]:
+        if to_terminal:
+            proc = subprocess.Popen([*CLI, *args])
+        else:
+            out = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
+            proc = subprocess.Popen([*CLI, *args], stdout=out, stderr=subprocess.STDOUT)
+        self.children.append((name, proc))
+        return proc
+
+    def stop_all(self) -> None:
+        # Brokers first (they deregister), then the controller (it resigns).
+        for name, proc in reversed(self.children):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    print(f"stack: {name} did not stop; killing it", file=sys.stderr)
+                    proc.kill()
+
+
+def _wait_for_brokers(connect: str, count: int, timeout: float = 60.0) -> bool:
+    from controller.zk.kazoo_port import KazooPort
+
+    port = KazooPort(connect, session_timeout=10)
+    port.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if len(port.get_children("/brokers/ids")) >= count:
+                    return True
+            except Exception:  # /brokers/ids may not exist yet
+                pass
+            time.sleep(0.2)
+        return False
+    finally:
+        port.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    var_dir = Path(args.var_dir).resolve()
+    embedded = None
+    connect = args.zookeeper
+    if not connect:
+        from controller.zk.server import LocalZooKeeper, local_zookeeper_problem
+
+        problem = local_zookeeper_problem()
+        if problem:
+            print(f"stack: cannot start an embedded ZooKeeper: {problem}", file=sys.stderr)
+            return 2
+        embedded = LocalZooKeeper(port=args.zookeeper_port, data_dir=var_dir / "zookeeper")
+        embedded.start()
+        connect = embedded.hosts
+        print(f"stack: embedded ZooKeeper at {connect} (data in {var_dir / 'zookeeper'})")
+    stack = _Stack(var_dir)
+    stop = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    try:
+        stack.spawn("controller-0", [
+            "run", "--zookeeper", connect, "--controller-id", "0",
+            "--metrics-listen", args.metrics_listen, "--grpc-listen", args.grpc_listen,
+            "--log-dir", str(var_dir / "controller-0"),
+        ], to_terminal=True)  # fmt: skip
+        for broker_id in range(1, args.brokers + 1):
+            listen = f"{LOOPBACK}:{args.broker_base_port + broker_id - 1}"
+            stack.spawn(f"broker-{broker_id}", [
+                "broker", "--zookeeper", connect, "--broker-id", str(broker_id),
+                "--listen", listen,
+            ])  # fmt: skip
+        if not _wait_for_brokers(connect, args.brokers):
+            print(f"stack: brokers did not register; see {stack.logs}", file=sys.stderr)
+            return 1
+        if args.topic:
+            created = subprocess.run(
+                [*CLI, "topics", "create", args.topic, "--zookeeper", connect,
+                 "--partitions", str(args.partitions),
+                 "--replication-factor", str(min(args.replication_factor, args.brokers))],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            message = (created.stdout + created.stderr).strip()
+            if created.returncode != 0 and "already exists" not in message:
+                print(f"stack: could not create the demo topic: {message}", file=sys.stderr)
+        _print_guide(args, connect, var_dir, stack)
+        while not stop["now"] and all(p.poll() is None for _, p in stack.children[:1]):
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        print("\nstack: stopping brokers, controller and ZooKeeper", file=sys.stderr)
+        stack.stop_all()
+        if embedded is not None:
+            embedded.close()
+    return 0
+
+
+def _print_guide(args: argparse.Namespace, connect: str, var_dir: Path, stack: _Stack) -> None:
+    brokers = ", ".join(f"{name} (pid {p.pid})" for name, p in stack.children[1:])
+    metrics_host = args.metrics_listen
+    print(
+        f"""
+stack: the cluster is up.
+  ZooKeeper        {connect}
+  controller       metrics http://{metrics_host}/metrics
+                   state changes {var_dir}/controller-0/state-change.log
+  brokers          {brokers}   (logs in {stack.logs})
+
+Look around (in another terminal):
+  export ZK_CONNECT={connect}
+  .venv/bin/zk-controller topics describe {args.topic or ""}
+  .venv/bin/zk-controller brokers list
+  curl -s http://{metrics_host}/metrics | grep kafka_controller_
+Kill a broker and watch leadership move:
+  kill <pid of a broker>; .venv/bin/zk-controller topics describe
+Ctrl-C here stops everything.
+""",
+        flush=True,
+    )
