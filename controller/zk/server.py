@@ -195,12 +195,17 @@ def _tail(path: Path, lines: int) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def _terminate(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGCONT)  # a frozen JVM cannot act on SIGTERM
+            proc.terminate()
+
+
 def _stop_process(proc: subprocess.Popen[bytes], timeout: float) -> None:
     if proc.poll() is not None:
         return
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGCONT)  # a frozen JVM cannot act on SIGTERM
-        proc.terminate()
+    _terminate(proc)
     try:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:
@@ -542,7 +547,7 @@ class LocalEnsemble(_Managed):
             try:
                 for node in self.nodes:
                     node.wait_ready()
-                self.wait_for_quorum()
+                self.wait_for_quorum(all_nodes=True)  # tests may stop any node next
                 self.startup_seconds = time.monotonic() - began
                 return self
             except ZooKeeperStartError:
@@ -553,7 +558,11 @@ class LocalEnsemble(_Managed):
         raise AssertionError("unreachable")
 
     def stop(self, index: int | None = None) -> None:
-        for node in self.nodes if index is None else [self.nodes[index]]:
+        nodes = self.nodes if index is None else [self.nodes[index]]
+        for node in nodes:  # SIGTERM them all first: JVMs shut down in parallel
+            if node._proc is not None:
+                _terminate(node._proc)
+        for node in nodes:
             node.stop()
 
     def freeze(self, index: int) -> None:
@@ -578,13 +587,15 @@ class LocalEnsemble(_Managed):
         modes = self.modes()
         return modes.index("leader") if "leader" in modes else None
 
-    def wait_for_quorum(self, timeout: float | None = None) -> int:
-        """Wait for a leader and a serving majority; return the leader's index."""
+    def wait_for_quorum(self, timeout: float | None = None, *, all_nodes: bool = False) -> int:
+        """Wait for a leader and a serving majority (with ``all_nodes``: every running node
+        serving); return the leader's index."""
 
         def ready() -> bool:
             modes = self.modes()
             serving = sum(m in ("leader", "follower") for m in modes)
-            return "leader" in modes and serving > self.size // 2
+            wanted = sum(n.running for n in self.nodes) if all_nodes else self.size // 2 + 1
+            return modes.count("leader") == 1 and serving >= wanted
 
         self._wait(ready, "a quorum with a leader", timeout)
         leader = self.leader_index()

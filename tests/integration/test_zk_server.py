@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -197,10 +198,17 @@ def test_frozen_ensemble_node_reports_no_mode(zk_ensemble: LocalEnsemble) -> Non
 # --- the command ----------------------------------------------------------------------------
 
 
-def test_zookeeper_start_command_serves_until_sigterm(
-    zk_local_install: Path, free_port: Callable[[], int]
-) -> None:
-    port = free_port()
+def process_alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"  # a zombie nobody reaped yet is dead for our purposes
+
+
+@contextlib.contextmanager
+def zookeeper_command(port: int) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """Run ``zk-controller zookeeper start``; yield it and its JVM's pid once it serves."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "controller", "zookeeper", "start", "--port", str(port)],
         cwd=REPO_ROOT,
@@ -208,25 +216,49 @@ def test_zookeeper_start_command_serves_until_sigterm(
         stderr=subprocess.PIPE,
         text=True,
     )
+    work_dir = None
     try:
-        assert proc.stdout is not None
+        assert proc.stdout is not None and proc.stderr is not None
         with selectors.DefaultSelector() as selector:
-            selector.register(proc.stdout, selectors.EVENT_READ)
-            assert selector.select(timeout=60), "no connect string within 60 s"
+            selector.register(proc.stderr, selectors.EVENT_READ)
+            assert selector.select(timeout=60), "zookeeper start printed nothing within 60 s"
+        banner = proc.stderr.readline()
+        details = re.search(r"pid (\d+).*; data (\S+), log", banner)
+        assert details is not None, banner + proc.stderr.read()
+        work_dir = Path(details.group(2)).parent
         assert proc.stdout.readline().strip() == f"127.0.0.1:{port}"
-        assert four_letter_word("127.0.0.1", port, "ruok") == "imok"
-
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
+        yield proc, int(details.group(1))
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    stderr = proc.stderr.read() if proc.stderr else ""
-    jvm_pid = int(re.search(r"pid (\d+)", stderr).group(1))  # type: ignore[union-attr]
-    with pytest.raises(ProcessLookupError):
-        os.kill(jvm_pid, 0)
-    assert listening_addresses(port) == set()  # nothing listens on the port any more
+        if work_dir is not None and work_dir.name.startswith("zkc-zookeeper-"):
+            shutil.rmtree(work_dir, ignore_errors=True)  # left behind when the test kills -9
+
+
+def test_zookeeper_start_command_serves_until_sigterm(
+    zk_local_install: Path, free_port: Callable[[], int]
+) -> None:
+    port = free_port()
+    with zookeeper_command(port) as (proc, jvm_pid):
+        assert four_letter_word("127.0.0.1", port, "ruok") == "imok"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert not process_alive(jvm_pid)
+        assert listening_addresses(port) == set()  # nothing listens on the port any more
+
+
+def test_zookeeper_dies_with_its_owner(
+    zk_local_install: Path, free_port: Callable[[], int]
+) -> None:
+    """No orphaned JVMs: a kill -9 of the owning process takes ZooKeeper down too."""
+    if shutil.which("setpriv") is None:
+        pytest.fail("setpriv (util-linux) is missing, so orphaned ZooKeeper JVMs would survive")
+    port = free_port()
+    with zookeeper_command(port) as (proc, jvm_pid):
+        proc.kill()
+        proc.wait()
+        wait_for(lambda: not process_alive(jvm_pid), 15, "the orphaned JVM to die")
 
 
 # --- tier resolution (no server needed) -----------------------------------------------------
