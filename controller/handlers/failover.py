@@ -46,6 +46,9 @@ class ControllerElection:
     def __init__(self, ctl: Controller) -> None:
         self.ctl = ctl
         self._failover_hooks: list[Any] = []
+        # Set by a graceful stop: deleting our own /controller fires our own watch, and a
+        # stopping controller must not win the election it just left.
+        self._stopping = False
 
     def handlers(self) -> dict[type, Any]:
         return {
@@ -86,6 +89,7 @@ class ControllerElection:
     def process_resign(self, event: Resign) -> None:
         """Graceful stop: resign and delete our own ``/controller`` so a standby takes over
         at once instead of after the session timeout."""
+        self._stopping = True
         try:
             if self.ctl.is_active:
                 epoch_zk_version = self.ctl.context.epoch_zk_version
@@ -108,6 +112,8 @@ class ControllerElection:
 
     def elect(self) -> None:
         ctl = self.ctl
+        if self._stopping:
+            return
         ctl.active_controller_id = self._read_active_controller_id()
         if ctl.active_controller_id != -1:
             log.debug(
