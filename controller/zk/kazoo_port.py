@@ -57,6 +57,7 @@ from controller.zk.port import (
 
 log = structlog.get_logger("zkctl.zk.kazoo")
 T = TypeVar("T")
+_DELETE_BATCH = 1000  # deletes per multi in a recursive delete (~100 KB requests at most)
 
 # kazoo's exceptions as ours. Order matters: ConnectionClosedError (our own stop) subclasses
 # kazoo's SessionExpiredError.
@@ -377,23 +378,8 @@ class KazooPort:
 
     def get_many(self, paths: Sequence[str]) -> list[ReadResult]:
         """Batched reads: multi-read (ZooKeeper >= 3.6) in chunks, else pipelined gets."""
-        if not paths:
-            return []
-        if self._multiread:
-            try:
-                return self._get_many_multiread(paths)
-            except kex.UnimplementedError:
-                # ZooKeeper < 3.6. The server also dropped our connection (kazoo reconnects
-                # the same session and fires NONE at our watches).
-                self._multiread = False
-                log.warning("server lacks multi-read (ZooKeeper < 3.6); using pipelined gets")
         with self._translated():
-            raw = self._pipeline(
-                paths,
-                lambda p: self._client.get_async(p),
-                self._max_in_flight,
-                item_errors=(kex.NoNodeError, kex.NoAuthError),
-            )
+            raw = self._read_batch(paths, multiread.GET_DATA)
         return [
             ReadResult(p, error=translate(r, p))
             if isinstance(r, Exception)
@@ -401,30 +387,41 @@ class KazooPort:
             for p, r in zip(paths, raw, strict=True)
         ]
 
-    def _get_many_multiread(self, paths: Sequence[str]) -> list[ReadResult]:
+    def _read_batch(self, paths: Sequence[str], op: int) -> list[Any]:
+        """getData (``(data, stat)``) or getChildren (``list[str]``) of every path, in order;
+        a per-path failure is a kazoo exception instance. Raises kazoo's exceptions."""
+        if not paths:
+            return []
+        if self._multiread:
+            try:
+                return self._multiread_batch_of(paths, op)
+            except kex.UnimplementedError:
+                # ZooKeeper < 3.6. The server also dropped our connection (kazoo reconnects
+                # the same session and fires NONE at our watches).
+                self._multiread = False
+                log.warning("server lacks multi-read (ZooKeeper < 3.6); using pipelined reads")
+        read = (
+            self._client.get_async if op == multiread.GET_DATA else self._client.get_children_async
+        )
+        return self._pipeline(
+            paths, read, self._max_in_flight, item_errors=(kex.NoNodeError, kex.NoAuthError)
+        )
+
+    def _multiread_batch_of(self, paths: Sequence[str], op: int) -> list[Any]:
         step = self._multiread_batch
         chunks = [paths[i : i + step] for i in range(0, len(paths), step)]
         chroot = self._chroot
 
         def submit(chunk: Sequence[str]) -> Any:
             server_paths = [chroot + p if p != "/" else chroot or "/" for p in chunk]
-            return multiread.submit(self._client, server_paths)
+            return multiread.submit(self._client, server_paths, op)
 
-        try:
-            replies = self._pipeline(chunks, submit, self._multiread_in_flight)
-        except kex.UnimplementedError:
-            raise
-        except (kex.KazooException, RetryFailedError) as exc:
-            raise translate(exc) from exc
-        out: list[ReadResult] = []
-        for chunk, reply in zip(chunks, replies, strict=True):
-            for path, entry in zip(chunk, reply, strict=True):
-                if isinstance(entry, int):
-                    exc = kex.EXCEPTIONS[entry]()
-                    out.append(ReadResult(path, error=translate(exc, path)))
-                else:
-                    out.append(ReadResult(path, entry[0] or b"", _stat(entry[1])))
-        return out
+        replies = self._pipeline(chunks, submit, self._multiread_in_flight)
+        return [
+            kex.EXCEPTIONS[entry]() if isinstance(entry, int) else entry
+            for reply in replies
+            for entry in reply
+        ]
 
     # ------------------------------------------------------------------- writes
 
@@ -490,41 +487,40 @@ class KazooPort:
         if not recursive:
             self._call(lambda: self._client.delete_async(path, version), path)
             return
-        for _ in range(3):  # a child created meanwhile (or a reordered resend): list again
+        for _ in range(3):  # a batch raced with another writer: list the tree again
             stat = self.exists(path)
             if stat is None:
                 return
             if version != -1 and stat.version != version:
                 raise errors.BadVersionError(path=path)
-            # One session's requests run in order, so children go before their parents.
-            victims = [*self._descendants(path)[::-1], path]
-            with self._translated(path):
-                results = self._pipeline(
-                    victims,
-                    lambda p: self._client.delete_async(p, version if p == path else -1),
-                    self._max_in_flight,
-                    item_errors=(kex.NoNodeError, kex.NotEmptyError),
-                )
-            if not any(isinstance(r, kex.NotEmptyError) for r in results):
+            # Deletes in multis (one write per 1,000 nodes instead of one per node); one
+            # session's requests run in order, so the deepest nodes go first.
+            victims = self._descendants(path)[::-1]
+            batches = [
+                [Delete(p) for p in victims[i : i + _DELETE_BATCH]]
+                for i in range(0, len(victims), _DELETE_BATCH)
+            ]
+            *_, (last,) = self.multi_many([*batches, [Delete(path, version)]])
+            error = last.error
+            # The node itself gone means its whole tree is: a failed batch above only raced.
+            if error is None or isinstance(error, errors.NoNodeError):
                 return
-        raise errors.NotEmptyError(path=path)
+            if not isinstance(error, errors.NotEmptyError):
+                raise error  # e.g. BadVersion: the node changed since we looked
+        raise errors.NotEmptyError(f"could not delete the tree under {path}", path=path)
 
     def _descendants(self, root: str) -> list[str]:
-        """Every node under ``root``, parents before children (breadth first)."""
+        """Every node under ``root``, parents before children (breadth first); each level is
+        listed with one batched read (multi-read getChildren when available)."""
         found: list[str] = []
         level = [root]
         while level:
             with self._translated(root):
-                listings = self._pipeline(
-                    level,
-                    lambda p: self._client.get_children_async(p),
-                    self._max_in_flight,
-                    item_errors=(kex.NoNodeError,),
-                )
+                listings = self._read_batch(level, multiread.GET_CHILDREN)
             level = [
                 f"{parent.rstrip('/')}/{child}"
                 for parent, children in zip(level, listings, strict=True)
-                if not isinstance(children, Exception)
+                if not isinstance(children, Exception)  # deleted meanwhile: nothing to do
                 for child in children
             ]
             found += level

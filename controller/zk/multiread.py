@@ -22,6 +22,9 @@ Wire format (jute, big-endian), for ``n`` paths::
                    | MultiHeader(type=-1, done=false, err=code) + int code)
               + MultiHeader(type=-1, done=true, err=-1)
 
+getChildren (type 8) is the same with GetChildrenRequest(path, watch=false) and
+GetChildrenResponse(vector<ustring> children).
+
 Each read succeeds or fails on its own (a missing node fails only its entry).
 """
 
@@ -37,18 +40,19 @@ import kazoo.version
 KAZOO_VERSION_ASSUMED = "2.11.0"
 MULTI_READ = 22
 GET_DATA = 4
+GET_CHILDREN = 8
 
 _INT = struct.Struct("!i")
 _HEADER = struct.Struct("!iBi")  # MultiHeader: type, done, err
 # Stat: czxid, mzxid, ctime, mtime, version, cversion, aversion, ephemeralOwner, dataLength,
 # numChildren, pzxid.
 _STAT = struct.Struct("!qqqqiiiqiiq")
-_GET_DATA_HEADER = _HEADER.pack(GET_DATA, 0, -1)
 _END = _HEADER.pack(-1, 1, -1)
 
 RawStat = tuple[int, int, int, int, int, int, int, int, int, int, int]
-# One entry of a reply: (data, stat) for a read that succeeded, else ZooKeeper's error code.
-RawRead = tuple[bytes | None, RawStat] | int
+# One entry of a reply, else ZooKeeper's error code: (data, stat) for getData, the child
+# names for getChildren.
+RawRead = tuple[bytes | None, RawStat] | list[str] | int
 
 
 def kazoo_version() -> str:
@@ -61,19 +65,24 @@ def supports_custom_requests(client: Any) -> bool:
 
 
 class MultiReadRequest:
-    """A multi-read of ``paths`` (absolute server paths: chroot already prepended)."""
+    """A multi-read of ``paths`` (absolute server paths: chroot already prepended), each with
+    ``op``: ``GET_DATA`` or ``GET_CHILDREN``."""
 
     type = MULTI_READ
-    __slots__ = ("paths",)
+    __slots__ = ("op", "paths")
 
-    def __init__(self, paths: Sequence[str]) -> None:
+    def __init__(self, paths: Sequence[str], op: int = GET_DATA) -> None:
+        if op not in (GET_DATA, GET_CHILDREN):
+            raise ValueError(f"not a multi-read op: {op}")
         self.paths = paths
+        self.op = op
 
     def serialize(self) -> bytearray:
         out = bytearray()
+        header = _HEADER.pack(self.op, 0, -1)
         for path in self.paths:
             encoded = path.encode("utf-8")
-            out += _GET_DATA_HEADER
+            out += header
             out += _INT.pack(len(encoded))
             out += encoded
             out.append(0)  # watch=false: a multi-read never arms watches
@@ -99,6 +108,16 @@ class MultiReadRequest:
                 offset += max(length, 0)
                 results.append((data, unpack_stat(buffer, offset)))
                 offset += _STAT.size
+            elif op_type == GET_CHILDREN:
+                count = unpack_int(buffer, offset)[0]
+                offset += 4
+                names: list[str] = []
+                for _ in range(max(count, 0)):
+                    length = unpack_int(buffer, offset)[0]
+                    offset += 4
+                    names.append(bytes(buffer[offset : offset + length]).decode("utf-8"))
+                    offset += length
+                results.append(names)
             elif op_type == -1:
                 results.append(unpack_int(buffer, offset)[0])
                 offset += 4
@@ -111,15 +130,15 @@ class MultiReadRequest:
     def __repr__(self) -> str:
         # kazoo logs requests at DEBUG: keep it short for 1,000 paths.
         first = self.paths[0] if self.paths else None
-        return f"MultiReadRequest(n={len(self.paths)}, first={first!r})"
+        return f"MultiReadRequest(op={self.op}, n={len(self.paths)}, first={first!r})"
 
 
-def submit(client: Any, server_paths: Sequence[str]) -> Any:
+def submit(client: Any, server_paths: Sequence[str], op: int = GET_DATA) -> Any:
     """Queue one multi-read on ``client``; returns kazoo's ``IAsyncResult``.
 
     Its value is a ``list[RawRead]`` in path order; a whole-request failure (connection loss,
     session expiry, ``UnimplementedError``) is raised by ``.get()`` as a kazoo exception.
     """
     async_result = client.handler.async_result()
-    client._call(MultiReadRequest(server_paths), async_result)  # private: see module docstring
+    client._call(MultiReadRequest(server_paths, op), async_result)  # private: see module docstring
     return async_result

@@ -517,7 +517,7 @@ def test_real_session_expiry(backend: Backend) -> None:
 
 
 @pytest.mark.zookeeper
-def test_get_many_fallback_without_multiread(zk_connect: str) -> None:
+def test_batched_reads_fall_back_without_multiread(zk_connect: str) -> None:
     with_multiread = KazooPort(zk_connect, 10.0)
     fallback = KazooPort(zk_connect, 10.0, use_multiread=False, max_in_flight=16)
     with_multiread.start()
@@ -540,6 +540,11 @@ def test_get_many_fallback_without_multiread(zk_connect: str) -> None:
             ]
         finally:
             chunked.stop()
+        # Recursive delete lists the tree with pipelined get_children instead.
+        fallback.create("/tree/a/b", makepath=True)
+        fallback.create("/tree/c")
+        fallback.delete("/tree", recursive=True)
+        assert fallback.exists("/tree") is None
     finally:
         with_multiread.stop()
         fallback.stop()
