@@ -39,6 +39,10 @@ class InvalidPartitionsError(AdminError):
     """Kafka's ``InvalidPartitionsException``."""
 
 
+class InvalidReplicaAssignmentError(AdminError):
+    """Kafka's ``InvalidReplicaAssignmentException``: a bad manual assignment."""
+
+
 class IncompleteRackInfoError(AdminError):
     """Some brokers have a rack and some do not (Kafka's ``AdminOperationException``)."""
 
@@ -144,6 +148,96 @@ def rack_alternated_broker_list(broker_racks: Mapping[int, str]) -> list[int]:
     depth = max((len(c) for c in columns), default=0)
     # Row by row: the i-th broker of every rack that still has one.
     return [column[i] for i in range(depth) for column in columns if i < len(column)]
+
+
+def parse_replica_assignment(text: str) -> dict[int, tuple[int, ...]]:
+    """Kafka's ``--replica-assignment``: partitions split by ``,``, replicas by ``:``.
+
+    ``"0:1,1:2"`` -> ``{0: (0, 1), 1: (1, 2)}``. Raises ``InvalidReplicaAssignmentError``.
+    """
+    if not text.strip():
+        raise InvalidReplicaAssignmentError("--replica-assignment is empty")
+    out: dict[int, tuple[int, ...]] = {}
+    for partition, entry in enumerate(text.split(",")):
+        replicas: list[int] = []
+        for item in entry.split(":"):
+            item = item.strip()
+            if not item.isascii() or not item.isdigit():
+                raise InvalidReplicaAssignmentError(
+                    f"--replica-assignment: {item!r} in partition {partition} ({entry.strip()!r}) "
+                    "is not a broker id (expected e.g. 0:1,1:2)"
+                )
+            replicas.append(int(item))
+        out[partition] = tuple(replicas)
+    return out
+
+
+def validate_replica_assignment(
+    assignment: Mapping[int, Sequence[int]],
+    registered: Iterable[int],
+    *,
+    first_partition: int = 0,
+    count: int | None = None,
+    expected_rf: int | None = None,
+) -> dict[int, tuple[int, ...]]:
+    """Check a manual assignment; return it sorted, with tuple replica lists.
+
+    Each partition needs distinct, registered brokers; all partitions the same number of
+    replicas (``expected_rf`` if given: an existing topic's); and the partition ids must be
+    exactly ``first_partition`` .. ``first_partition + count - 1`` (``count`` defaults to the
+    number of entries, so a new topic's ids must be 0..N-1, as Kafka requires).
+    Raises ``InvalidReplicaAssignmentError`` naming the partition and the problem.
+    """
+    out: dict[int, tuple[int, ...]] = {}
+    known = set(registered)
+    for p, replicas in assignment.items():
+        if type(p) is not int or p < 0:
+            raise InvalidReplicaAssignmentError(f"partition id {p!r} is not a non-negative integer")
+        reps = tuple(replicas)
+        if not reps:
+            raise InvalidReplicaAssignmentError(f"partition {p} has no replicas")
+        if any(type(b) is not int or b < 0 for b in reps):
+            raise InvalidReplicaAssignmentError(f"partition {p}: {list(reps)} are not broker ids")
+        if len(set(reps)) != len(reps):
+            dup = next(b for i, b in enumerate(reps) if b in reps[:i])
+            raise InvalidReplicaAssignmentError(
+                f"partition {p} lists broker {dup} more than once: {list(reps)}"
+            )
+        unknown = [b for b in reps if b not in known]
+        if unknown:
+            raise InvalidReplicaAssignmentError(
+                f"partition {p}: broker(s) {_ids(unknown)} not registered in ZooKeeper "
+                f"(registered brokers: {_ids(sorted(known)) or 'none'})"
+            )
+        out[p] = reps
+    out = dict(sorted(out.items()))
+    if out:
+        first_p = next(iter(out))
+        rf = expected_rf if expected_rf is not None else len(out[first_p])
+        odd = {p: len(r) for p, r in out.items() if len(r) != rf}
+        if odd:
+            base = (
+                f"partition 0 has {rf}"
+                if expected_rf is not None
+                else (f"partition {first_p} has {rf}")
+            )
+            raise InvalidReplicaAssignmentError(
+                f"inconsistent replication factor between partitions: {base} replicas while "
+                f"partition(s) {_ids(odd)} have {_ids(odd.values())}"
+            )
+    wanted = list(range(first_partition, first_partition + (len(out) if count is None else count)))
+    if list(out) != wanted or not out:
+        if count is None:
+            problem = "partitions should be a consecutive 0-based integer sequence"
+        elif len(out) != count:
+            problem = (
+                f"increasing the number of partitions by {count} "
+                f"but {len(out)} assignments provided"
+            )
+        else:
+            problem = f"the new partitions are {_ids(wanted)}"
+        raise InvalidReplicaAssignmentError(f"{problem}; got partition(s) {_ids(out) or 'none'}")
+    return out
 
 
 def _replica_index(first: int, shift: int, j: int, n: int) -> int:
