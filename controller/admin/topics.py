@@ -1,0 +1,642 @@
+"""Topic administration over ZooKeeper: Kafka's ``AdminZkClient`` (kafka-topics.sh --zookeeper).
+
+Admin writes are unfenced. They only change the znodes Kafka's tools change, in Kafka's
+formats; the controller's watches (TopicChange, PartitionModifications, TopicDeletion) do the
+rest. Every operation validates everything it can *before* writing, and writes with a single
+ZooKeeper multi (missing parents included), so a refused or failed request changes nothing.
+
+One deliberate difference: Kafka writes ``/config/topics/T`` and then ``/brokers/topics/T`` as
+two requests ("this isn't transactional"); here the same two writes, in the same order, form
+one multi, so a topic never appears without its config and a lost race leaves no stray config.
+Checks that read one znode and write another (marked for deletion, name collisions, registered
+brokers) are not atomic with the write, as in Kafka.
+
+Reads (``list_topics``, ``describe_topics``, ``list_brokers``) batch their znode reads.
+"""
+
+from __future__ import annotations
+
+import base64
+import posixpath
+import random
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from controller.admin.assignment import (
+    AdminError,
+    InvalidPartitionsError,
+    RackAwareMode,
+    assign_replicas_to_brokers,
+    broker_metadatas,
+    validate_replica_assignment,
+)
+from controller.core.model import Broker, ReplicaAssignment, TopicAssignment
+from controller.zk import codecs, paths
+from controller.zk.errors import MalformedZnodeError, NodeExistsError, NoNodeError
+from controller.zk.port import Check, Create, Op, ReadResult, SetData, ZkPort
+
+
+class TopicExistsError(AdminError):
+    """Kafka's ``TopicExistsException``."""
+
+
+class InvalidTopicError(AdminError, paths.InvalidTopicError):
+    """An illegal topic name, or one colliding with an existing topic (``.`` vs ``_``)."""
+
+
+class UnknownTopicError(AdminError):
+    """Kafka's ``UnknownTopicOrPartitionException``."""
+
+
+class TopicMarkedForDeletionError(AdminError):
+    """The topic has a pending ``/admin/delete_topics/T`` request."""
+
+
+class InvalidConfigError(AdminError):
+    """An unknown topic config name or a value Kafka would refuse."""
+
+
+class InvalidRequestError(AdminError):
+    """Arguments that do not go together (e.g. both an assignment and a replication factor)."""
+
+
+class ReassignmentInProgressError(AdminError):
+    """Kafka's ``ReassignmentInProgressException``."""
+
+
+class ConcurrentModificationError(AdminError):
+    """ZooKeeper changed between our read and our write; nothing was written."""
+
+
+class CorruptMetadataError(AdminError):
+    """A znode the operation depends on could not be decoded."""
+
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+COLLISION_WARNING = (
+    "Due to limitations in metric names, topics with a period ('.') or underscore ('_') "
+    "could collide. To avoid issues it is best to use either, but not both."
+)
+# ZooKeeper's default jute.maxbuffer is just under 1 MiB per request, path included: a larger
+# topic znode would be refused mid-operation (as a connection loss), so refuse it up front.
+MAX_TOPIC_ZNODE_BYTES = 1_000_000
+_WRITE_ATTEMPTS = 3
+
+# Kafka 3.6's topic configs (LogConfig): name -> (type, minimum or allowed values).
+_I32, _I64 = (-(2**31), 2**31 - 1), (-(2**63), 2**63 - 1)
+TOPIC_CONFIGS: Mapping[str, tuple[str, object]] = {
+    "cleanup.policy": ("list", {"compact", "delete"}),
+    "compression.type": ("choice", {"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"}),
+    "delete.retention.ms": ("long", 0),
+    "file.delete.delay.ms": ("long", 0),
+    "flush.messages": ("long", 1),
+    "flush.ms": ("long", 0),
+    "follower.replication.throttled.replicas": ("string", None),
+    "index.interval.bytes": ("int", 0),
+    "leader.replication.throttled.replicas": ("string", None),
+    "local.retention.bytes": ("long", -2),
+    "local.retention.ms": ("long", -2),
+    "max.compaction.lag.ms": ("long", 1),
+    "max.message.bytes": ("int", 0),
+    "message.downconversion.enable": ("bool", None),
+    "message.format.version": ("string", None),
+    "message.timestamp.after.max.ms": ("long", 0),
+    "message.timestamp.before.max.ms": ("long", 0),
+    "message.timestamp.difference.max.ms": ("long", 0),
+    "message.timestamp.type": ("choice", {"CreateTime", "LogAppendTime"}),
+    "min.cleanable.dirty.ratio": ("ratio", None),
+    "min.compaction.lag.ms": ("long", 0),
+    "min.insync.replicas": ("int", 1),
+    "preallocate": ("bool", None),
+    "remote.storage.enable": ("bool", None),
+    "retention.bytes": ("long", None),
+    "retention.ms": ("long", -1),
+    "segment.bytes": ("int", 14),  # LegacyRecord.RECORD_OVERHEAD_V0
+    "segment.index.bytes": ("int", 4),
+    "segment.jitter.ms": ("long", 0),
+    "segment.ms": ("long", 1),
+    "unclean.leader.election.enable": ("bool", None),
+}
+
+
+# --- results ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TopicChange:
+    """What ``create_topic`` / ``add_partitions`` wrote."""
+
+    name: str
+    topic_id: str | None
+    assignment: dict[int, tuple[int, ...]]  # the topic's full assignment after the change
+    added: tuple[int, ...]  # the partitions this call created
+    configs: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TopicListing:
+    name: str
+    marked_for_deletion: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionDescription:
+    """One partition: its assignment, plus its state znode when there is one."""
+
+    partition: int
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    leader: int | None = None  # None: no state znode yet; -1: no leader (Kafka's NoLeader)
+    isr: tuple[int, ...] = ()
+    leader_epoch: int | None = None
+    controller_epoch: int | None = None
+    partition_epoch: int | None = None  # the state znode's zkVersion
+    leader_recovering: bool = False
+    offline_replicas: tuple[int, ...] = ()  # replicas whose broker is not in /brokers/ids
+    leader_registered: bool = False
+    state_error: str | None = None  # the state znode exists but could not be decoded
+
+    @property
+    def offline(self) -> bool:
+        """No leader: no state yet, or leader -1 (the controller's OfflinePartition)."""
+        return self.leader is None or self.leader < 0
+
+    @property
+    def unavailable(self) -> bool:
+        """Kafka's --unavailable-partitions: no leader, or a leader that is not registered."""
+        return self.offline or not self.leader_registered
+
+    @property
+    def under_replicated(self) -> bool:
+        """ISR smaller than the replication factor (replicas minus adding ones, as Kafka)."""
+        return len(self.isr) < len(self.replicas) - len(self.adding_replicas)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    name: str
+    topic_id: str | None = None
+    partitions: tuple[PartitionDescription, ...] = ()
+    configs: dict[str, str] = field(default_factory=dict)
+    marked_for_deletion: bool = False
+    error: str | None = None  # the topic (or config) znode could not be read or decoded
+
+    @property
+    def replication_factor(self) -> int:
+        if not self.partitions:
+            return 0
+        first = self.partitions[0]
+        return len(first.replicas) - len(first.adding_replicas)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    id: int
+    epoch: int  # czxid of the registration znode
+    broker: Broker | None = None
+    error: str | None = None  # registration present but undecodable
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterBrokers:
+    controller_id: int | None
+    brokers: tuple[BrokerInfo, ...]
+
+
+# --- parsing and validation helpers ----------------------------------------
+
+
+def validate_topic_configs(configs: Mapping[str, str]) -> dict[str, str]:
+    """Check names and values as Kafka's ``LogConfig.validate`` would; return a plain dict."""
+    for name, value in configs.items():
+        if name not in TOPIC_CONFIGS:
+            raise InvalidConfigError(f"unknown topic config name: {name!r}")
+        if type(value) is not str:
+            raise InvalidConfigError(f"topic config {name}: value must be a string, got {value!r}")
+        _check_config_value(name, value)
+    return dict(configs)
+
+
+def _check_config_value(name: str, value: str) -> None:
+    kind, rule = TOPIC_CONFIGS[name]
+    text = value.strip()
+    expected = None
+    if kind in ("int", "long"):
+        lo, hi = _I32 if kind == "int" else _I64
+        lo = rule if isinstance(rule, int) else lo
+        if not (text.lstrip("+-").isdigit() and lo <= int(text) <= hi):
+            expected = f"an integer in [{lo}, {hi}]"
+    elif kind == "bool" and text.lower() not in ("true", "false"):
+        expected = "true or false"
+    elif kind == "ratio" and not _in_unit_interval(text):
+        expected = "a number in [0, 1]"
+    elif kind == "choice" and isinstance(rule, set) and text not in rule:
+        expected = f"one of {', '.join(sorted(rule))}"
+    elif kind == "list" and isinstance(rule, set):
+        items = [i.strip() for i in text.split(",") if i.strip()]
+        if not items or any(i not in rule for i in items):
+            expected = f"a comma-separated list of {', '.join(sorted(rule))}"
+    if expected is not None:
+        raise InvalidConfigError(
+            f"invalid value {value!r} for topic config {name}: expected {expected}"
+        )
+
+
+def _in_unit_interval(text: str) -> bool:
+    try:
+        return 0.0 <= float(text) <= 1.0
+    except ValueError:
+        return False
+
+
+def _existing_topic_path(name: str) -> str:
+    # Existing topics may predate Kafka's naming rules: only refuse what cannot be a znode name.
+    if not isinstance(name, str):
+        raise InvalidTopicError(f"topic name must be a string, got {name!r}")
+    try:
+        return paths.topic_path(name)
+    except ValueError as exc:
+        raise InvalidTopicError(str(exc)) from None
+
+
+def new_topic_id() -> str:
+    """A random Kafka ``Uuid`` string: 22 URL-safe base64 characters, never starting with '-'."""
+    while True:  # Kafka's Uuid.randomUuid also redraws ids that start with '-' (CLI-hostile)
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+        if not text.startswith("-"):
+            return text
+
+
+# --- ZooKeeper helpers ----------------------------------------
+
+
+def _missing_parents(port: ZkPort, path: str, seen: set[str]) -> list[Op]:
+    """Create ops for the missing ancestors of ``path``, top-down (Kafka's createRecursive)."""
+    missing: list[str] = []
+    parent = posixpath.dirname(path)
+    while parent not in ("/", "") and parent not in seen and port.exists(parent) is None:
+        missing.append(parent)
+        parent = posixpath.dirname(parent)
+    seen.update(missing)
+    return [Create(p) for p in reversed(missing)]
+
+
+def _commit(port: ZkPort, ops: Sequence[Op]) -> tuple[int, Exception] | None:
+    """Run the multi; None on success, else (index, error) of the op that failed."""
+    results = port.multi(ops)
+    for i, result in enumerate(results):
+        if result.error is not None and result.error.code != "ROLLEDBACK":
+            return i, result.error
+    return None
+
+
+def _children(port: ZkPort, path: str) -> list[str]:
+    try:
+        return port.get_children(path)
+    except NoNodeError:
+        return []
+
+
+def _registered_brokers(port: ZkPort) -> list[BrokerInfo]:
+    """Kafka's getAllBrokersInCluster: every registration, sorted by id (ids that vanish skip)."""
+    ids = sorted(int(c) for c in _children(port, paths.BROKERS_IDS) if c.isdigit())
+    out: list[BrokerInfo] = []
+    for bid, read in zip(ids, port.get_many([paths.broker_path(i) for i in ids]), strict=True):
+        if read.error is not None or read.stat is None:
+            continue
+        try:
+            out.append(BrokerInfo(bid, read.stat.czxid, codecs.decode_broker(bid, read.data)))
+        except MalformedZnodeError as exc:
+            out.append(BrokerInfo(bid, read.stat.czxid, None, str(exc)))
+    return out
+
+
+def _live_brokers(port: ZkPort) -> list[Broker]:
+    infos = _registered_brokers(port)
+    bad = [i for i in infos if i.broker is None]
+    if bad:
+        raise CorruptMetadataError(bad[0].error or f"broker {bad[0].id}: unreadable registration")
+    return [i.broker for i in infos if i.broker is not None]
+
+
+def _read_assignment(port: ZkPort, name: str) -> tuple[TopicAssignment, int]:
+    path = _existing_topic_path(name)
+    try:
+        data, stat = port.get(path)
+    except NoNodeError:
+        raise UnknownTopicError(f"topic '{name}' does not exist") from None
+    try:
+        return codecs.decode_topic_assignment(name, data, path), stat.version
+    except MalformedZnodeError as exc:
+        raise CorruptMetadataError(str(exc)) from None
+
+
+def _check_not_marked_for_deletion(port: ZkPort, name: str) -> None:
+    if port.exists(paths.delete_topic_path(name)) is not None:
+        raise TopicMarkedForDeletionError(f"topic '{name}' is marked for deletion")
+
+
+def _encode_checked(assignment: TopicAssignment) -> bytes:
+    data = codecs.encode_topic_assignment(assignment)
+    if len(data) > MAX_TOPIC_ZNODE_BYTES:
+        raise InvalidPartitionsError(
+            f"the assignment of topic '{assignment.topic}' ({len(assignment.partitions)} "
+            f"partitions) would be {len(data)} bytes, over the {MAX_TOPIC_ZNODE_BYTES}-byte "
+            "limit of a ZooKeeper znode"
+        )
+    return data
+
+
+# --- operations ----------------------------------------
+
+
+def create_topic(
+    port: ZkPort,
+    name: str,
+    partitions: int | None = None,
+    replication_factor: int | None = None,
+    *,
+    replica_assignment: Mapping[int, Sequence[int]] | None = None,
+    configs: Mapping[str, str] | None = None,
+    rack_aware_mode: RackAwareMode = RackAwareMode.ENFORCED,
+    rng: random.Random | None = None,
+) -> TopicChange:
+    """Kafka's ``createTopic`` / ``createTopicWithAssignment``.
+
+    Give ``partitions`` and ``replication_factor`` (assigned by Kafka's algorithm over the
+    registered brokers) or ``replica_assignment`` ({partition: [broker, ...]}, partitions
+    0..N-1). Writes ``/config/topics/T`` then ``/brokers/topics/T`` (v3, a new topic id).
+    """
+    try:
+        paths.validate_topic_name(name)
+    except paths.InvalidTopicError as exc:
+        raise InvalidTopicError(str(exc)) from None
+    config = validate_topic_configs(configs or {})
+    if replica_assignment is not None and (
+        partitions is not None or replication_factor is not None
+    ):
+        raise InvalidRequestError(
+            "a replica assignment replaces the number of partitions and the replication "
+            "factor: give one or the other"
+        )
+    if replica_assignment is None and (partitions is None or replication_factor is None):
+        raise InvalidRequestError(
+            "the number of partitions and the replication factor are both required "
+            "(or a replica assignment)"
+        )
+    _check_not_marked_for_deletion(port, name)
+    if port.exists(paths.topic_path(name)) is not None:
+        raise TopicExistsError(f"topic '{name}' already exists")
+    warnings: tuple[str, ...] = ()
+    if paths.has_collision_chars(name):
+        warnings = (COLLISION_WARNING,)
+        unified = name.replace(".", "_")
+        topics = _children(port, paths.BROKERS_TOPICS)
+        if name in topics:
+            raise TopicExistsError(f"topic '{name}' already exists")
+        colliding = sorted(t for t in topics if t.replace(".", "_") == unified)
+        if colliding:
+            raise InvalidTopicError(
+                f"topic '{name}' collides with existing topic(s): {', '.join(colliding)}"
+            )
+    brokers = _live_brokers(port)
+    if replica_assignment is not None:
+        assignment = validate_replica_assignment(replica_assignment, (b.id for b in brokers))
+    else:
+        assert partitions is not None and replication_factor is not None
+        metadata = broker_metadatas(brokers, rack_aware_mode)
+        raw = assign_replicas_to_brokers(metadata, partitions, replication_factor, rng=rng)
+        assignment = {p: tuple(r) for p, r in raw.items()}
+    topic_id = new_topic_id()
+    model = TopicAssignment(
+        name, topic_id, {p: ReplicaAssignment(r) for p, r in assignment.items()}
+    )
+    data = _encode_checked(model)
+    topic_path, config_path = paths.topic_path(name), paths.topic_config_path(name)
+    config_data = codecs.encode_topic_config(config)
+    for _ in range(_WRITE_ATTEMPTS):
+        # Kafka's setOrCreateEntityConfigs: overwrite a leftover config znode, else create it.
+        seen: set[str] = set()
+        stat = port.exists(config_path)
+        ops: list[Op] = (
+            [SetData(config_path, config_data, stat.version)]
+            if stat is not None
+            else [*_missing_parents(port, config_path, seen), Create(config_path, config_data)]
+        )
+        ops += [*_missing_parents(port, topic_path, seen), Create(topic_path, data)]
+        failure = _commit(port, ops)
+        if failure is None:
+            return TopicChange(name, topic_id, assignment, tuple(assignment), config, warnings)
+        index, error = failure
+        if index == len(ops) - 1 and isinstance(error, NodeExistsError):
+            raise TopicExistsError(f"topic '{name}' already exists")
+        # Otherwise a parent or the config znode changed under us: read again and retry.
+    raise ConcurrentModificationError(
+        f"could not create topic '{name}': its config znode kept changing; nothing was written"
+    )
+
+
+def add_partitions(
+    port: ZkPort,
+    name: str,
+    new_total: int,
+    replica_assignment: Mapping[int, Sequence[int]] | None = None,
+    *,
+    rack_aware_mode: RackAwareMode = RackAwareMode.ENFORCED,
+    rng: random.Random | None = None,
+) -> TopicChange:
+    """Kafka's ``addPartitions``: grow the topic to ``new_total`` partitions.
+
+    Existing partitions and the topic id are kept. New partitions come from
+    ``replica_assignment`` (keyed by the new partition ids) or from Kafka's algorithm, started
+    at the position of partition 0's first replica among the brokers, as Kafka does.
+    """
+    if type(new_total) is not int:
+        raise InvalidPartitionsError(f"number of partitions must be an integer, got {new_total!r}")
+    if name in INTERNAL_TOPICS:
+        raise InvalidRequestError(
+            f"the number of partitions for the internal topic {name} cannot be changed"
+        )
+    current, version = _read_assignment(port, name)
+    _check_not_marked_for_deletion(port, name)
+    if port.exists(paths.REASSIGN_PARTITIONS) is not None:
+        raise ReassignmentInProgressError(
+            f"a partition reassignment is in progress ({paths.REASSIGN_PARTITIONS} exists)"
+        )
+    moving = sorted(p for p, ra in current.partitions.items() if ra.is_being_reassigned)
+    if moving:
+        raise ReassignmentInProgressError(
+            f"a partition reassignment is in progress for topic '{name}' "
+            f"(partition(s) {_ids(moving)} have adding or removing replicas)"
+        )
+    existing = len(current.partitions)
+    if sorted(current.partitions) != list(range(existing)):
+        raise CorruptMetadataError(
+            f"topic '{name}' has partitions {sorted(current.partitions)}, not 0..{existing - 1}; "
+            "refusing to add partitions"
+        )
+    if new_total < existing:
+        raise InvalidPartitionsError(
+            f"topic '{name}' currently has {existing} partitions, which is higher than the "
+            f"requested {new_total}"
+        )
+    if new_total == existing:
+        raise InvalidPartitionsError(f"topic '{name}' already has {existing} partitions")
+    first = current.partitions[0].replicas
+    if not first:
+        raise CorruptMetadataError(f"partition 0 of topic '{name}' has no replicas")
+    brokers = _live_brokers(port)
+    if replica_assignment is not None:
+        added = validate_replica_assignment(
+            replica_assignment, (b.id for b in brokers),
+            first_partition=existing, count=new_total - existing, expected_rf=len(first),
+        )  # fmt: skip
+    else:
+        metadata = broker_metadatas(brokers, rack_aware_mode)
+        start = next((i for i, b in enumerate(metadata) if b.id >= first[0]), 0)
+        raw = assign_replicas_to_brokers(
+            metadata, new_total - existing, len(first),
+            fixed_start_index=start, start_partition_id=existing, rng=rng,
+        )  # fmt: skip
+        added = {p: tuple(r) for p, r in raw.items()}
+    merged = dict(current.partitions)
+    merged.update({p: ReplicaAssignment(r) for p, r in added.items()})
+    data = _encode_checked(TopicAssignment(name, current.topic_id, merged))
+    failure = _commit(port, [SetData(paths.topic_path(name), data, version)])
+    if failure is not None:
+        raise ConcurrentModificationError(
+            f"{paths.topic_path(name)} changed while partitions were being added "
+            f"({failure[1]}); nothing was written, run the command again"
+        )
+    full = {p: ra.replicas for p, ra in sorted(merged.items())}
+    return TopicChange(name, current.topic_id, full, tuple(sorted(added)))
+
+
+def delete_topic(port: ZkPort, name: str) -> None:
+    """Kafka's ``deleteTopic``: create ``/admin/delete_topics/T`` for the controller."""
+    topic_path = _existing_topic_path(name)
+    if name in INTERNAL_TOPICS:
+        raise InvalidRequestError(
+            f"topic {name} is a Kafka internal topic and is not allowed to be marked for deletion"
+        )
+    marker = paths.delete_topic_path(name)
+    seen: set[str] = set()
+    # Check(version -1) fails with NONODE if the topic is gone: existence and marker are atomic.
+    ops: list[Op] = [Check(topic_path, -1), *_missing_parents(port, marker, seen), Create(marker)]
+    failure = _commit(port, ops)
+    if failure is None:
+        return
+    index, error = failure
+    if index == 0 and isinstance(error, NoNodeError):
+        raise UnknownTopicError(f"topic '{name}' to delete does not exist")
+    if index == len(ops) - 1 and isinstance(error, NodeExistsError):
+        raise TopicMarkedForDeletionError(f"topic '{name}' is already marked for deletion")
+    raise ConcurrentModificationError(f"could not mark topic '{name}' for deletion: {error}")
+
+
+def list_topics(port: ZkPort) -> list[TopicListing]:
+    """Every topic, sorted, with its pending-deletion flag."""
+    deleting = set(_children(port, paths.DELETE_TOPICS))
+    return [TopicListing(t, t in deleting) for t in sorted(_children(port, paths.BROKERS_TOPICS))]
+
+
+def describe_topics(port: ZkPort, names: Sequence[str] | None = None) -> list[TopicDescription]:
+    """Assignment, configs and partition state of ``names`` (default: every topic), sorted.
+
+    Raises ``UnknownTopicError`` naming every requested topic that does not exist. A topic
+    whose znodes cannot be decoded is returned with ``error`` set, not raised.
+    """
+    all_topics = set(_children(port, paths.BROKERS_TOPICS))
+    if names is not None:
+        for n in names:
+            _existing_topic_path(n)
+        missing = sorted(set(names) - all_topics)
+        if missing:
+            raise UnknownTopicError(f"topic(s) {', '.join(missing)} do not exist")
+    wanted = sorted(set(names) if names is not None else all_topics)
+    deleting = set(_children(port, paths.DELETE_TOPICS))
+    registered = {int(c) for c in _children(port, paths.BROKERS_IDS) if c.isdigit()}
+    reads = port.get_many(
+        [paths.topic_path(t) for t in wanted] + [paths.topic_config_path(t) for t in wanted]
+    )
+    topics: list[tuple[str, TopicAssignment | None, dict[str, str], str | None]] = []
+    for t, topic_read, config_read in zip(
+        wanted, reads[: len(wanted)], reads[len(wanted) :], strict=True
+    ):
+        if isinstance(topic_read.error, NoNodeError) and names is None:
+            continue  # deleted since the listing
+        try:
+            if topic_read.error is not None:
+                raise topic_read.error
+            assignment = codecs.decode_topic_assignment(t, topic_read.data)
+            config: dict[str, str] = {}
+            if config_read.error is None:
+                config = codecs.decode_topic_config(config_read.data, config_read.path)
+            topics.append((t, assignment, config, None))
+        except (MalformedZnodeError, NoNodeError) as exc:
+            topics.append((t, None, {}, str(exc)))
+    state_paths = [
+        paths.partition_state_path(t, p)
+        for t, a, _, _ in topics
+        if a is not None
+        for p in sorted(a.partitions)
+    ]
+    states = iter(port.get_many(state_paths))
+    out: list[TopicDescription] = []
+    for t, assignment, config, error in topics:
+        if assignment is None:
+            out.append(TopicDescription(t, None, (), {}, t in deleting, error))
+            continue
+        parts = []
+        for p, ra in sorted(assignment.partitions.items()):
+            parts.append(_describe_partition(p, ra, next(states), registered))
+        out.append(TopicDescription(t, assignment.topic_id, tuple(parts), config, t in deleting))
+    return out
+
+
+def _describe_partition(
+    p: int, ra: ReplicaAssignment, read: ReadResult, registered: set[int]
+) -> PartitionDescription:
+    base = PartitionDescription(
+        p,
+        ra.replicas,
+        ra.adding_replicas,
+        ra.removing_replicas,
+        offline_replicas=tuple(b for b in ra.replicas if b not in registered),
+    )
+    if read.error is not None or read.stat is None:
+        if isinstance(read.error, NoNodeError):
+            return base
+        return replace(base, state_error=str(read.error))
+    try:
+        state = codecs.decode_partition_state(read.data, read.stat.version, read.path)
+    except MalformedZnodeError as exc:
+        return replace(base, state_error=str(exc))
+    lai = state.leader_and_isr
+    return replace(
+        base,
+        leader=lai.leader,
+        isr=lai.isr,
+        leader_epoch=lai.leader_epoch,
+        controller_epoch=state.controller_epoch,
+        partition_epoch=lai.partition_epoch,
+        leader_recovering=bool(lai.leader_recovery_state),
+        leader_registered=lai.leader in registered,
+    )
+
+
+def list_brokers(port: ZkPort) -> ClusterBrokers:
+    """Every broker registration (sorted by id) and the active controller's id, if any."""
+    try:
+        data, _ = port.get(paths.CONTROLLER)
+        controller: int | None = codecs.decode_controller(data)
+    except (NoNodeError, MalformedZnodeError):
+        controller = None
+    return ClusterBrokers(controller, tuple(_registered_brokers(port)))
+
+
+def _ids(ids: Iterable[int]) -> str:
+    return ", ".join(str(i) for i in ids)
