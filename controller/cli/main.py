@@ -12,6 +12,8 @@ from collections.abc import Sequence
 COMMAND_MODULES = (
     "controller.cli.run_cmd",
     "controller.cli.zookeeper_cmd",
+    "controller.cli.topics_cmd",
+    "controller.cli.brokers_cmd",
     "controller.cli.broker_cmd",
     "controller.cli.stack_cmd",
 )

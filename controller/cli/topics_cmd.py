@@ -1,0 +1,375 @@
+"""``zk-controller topics``: kafka-topics.sh over ZooKeeper (create, list, describe, alter, delete).
+
+Every action takes ``--zookeeper HOST:PORT[,...][/CHROOT]`` (or ``ZK_CONNECT``) and
+``--session-timeout-ms``. Results go to stdout in kafka-topics.sh's formats (``--json`` where
+offered, for scripts); warnings go to stderr. Any error exits 1 with one line on stderr naming
+what was wrong, and nothing is changed in ZooKeeper. Usage errors of an action also exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NoReturn
+
+from controller.admin import topics as admin
+from controller.admin.assignment import (
+    AdminError,
+    InvalidReplicaAssignmentError,
+    RackAwareMode,
+    parse_replica_assignment,
+)
+from controller.admin.client import DEFAULT_SESSION_TIMEOUT_MS, admin_session, resolve_connect
+from controller.logs import configure_logging
+from controller.zk.errors import MalformedZnodeError, ZkError
+from controller.zk.paths import InvalidTopicError
+from controller.zk.port import ZkPort
+
+PROG_ERROR = "zk-controller: error:"
+KEYED_WARNING = (
+    "WARNING: If partitions are increased for a topic that has a key, the partition logic or "
+    "ordering of the messages will be affected"
+)
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """Usage errors as one stderr line and exit code 1, like every other error here."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--zookeeper",
+        metavar="CONNECT",
+        help="ZooKeeper connect string HOST:PORT[,HOST:PORT...][/CHROOT] (default: $ZK_CONNECT)",
+    )
+    parser.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        default=DEFAULT_SESSION_TIMEOUT_MS,
+        metavar="MS",
+        help="ZooKeeper session timeout, also the connection wait (default %(default)s)",
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="log ZooKeeper client activity to stderr"
+    )
+
+
+def run_admin(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:
+    """Open the session, run ``action``, turn every expected failure into one stderr line."""
+    # Library logs (kazoo's reconnect warnings...) would break the one-line error contract.
+    configure_logging("DEBUG" if args.verbose else "CRITICAL", "console", sys.stderr)
+    try:
+        connect = resolve_connect(args.zookeeper)
+        with admin_session(connect, args.session_timeout_ms) as port:
+            return action(port)
+    except (AdminError, InvalidTopicError, MalformedZnodeError) as exc:
+        return fail(str(exc))
+    except ZkError as exc:
+        return fail(f"ZooKeeper request failed: {exc}")
+
+
+def fail(message: str) -> int:
+    print(f"{PROG_ERROR} {' '.join(message.split())}", file=sys.stderr)
+    return 1
+
+
+def join(ids: Iterable[int]) -> str:
+    return ",".join(str(i) for i in ids)
+
+
+def register(subparsers: Any) -> None:
+    topics = subparsers.add_parser(
+        "topics",
+        help="create, list, describe, alter or delete topics (kafka-topics.sh over ZooKeeper)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = topics.add_subparsers(
+        dest="topics_action", metavar="ACTION", required=True, parser_class=OneLineErrorParser
+    )
+
+    create = actions.add_parser("create", help="create a topic")
+    create.add_argument("name", metavar="NAME")
+    create.add_argument("--partitions", type=int, metavar="P")
+    create.add_argument("--replication-factor", type=int, metavar="R")
+    create.add_argument(
+        "--replica-assignment",
+        metavar="ASSIGNMENT",
+        help="manual assignment instead of --partitions/--replication-factor: partitions "
+        "separated by ',', replicas by ':' (0:1,1:2 = partition 0 on brokers 0,1; "
+        "partition 1 on brokers 1,2)",
+    )
+    create.add_argument(
+        "--config", action="append", default=[], metavar="KEY=VALUE", help="a topic config"
+    )
+    create.add_argument(
+        "--disable-rack-aware", action="store_true", help="assign replicas ignoring racks"
+    )
+    create.add_argument(
+        "--if-not-exists", action="store_true", help="succeed quietly if the topic exists"
+    )
+    create.set_defaults(func=create_command)
+
+    listing = actions.add_parser("list", help="list topics")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(func=list_command)
+
+    describe = actions.add_parser("describe", help="describe topics and their partitions")
+    describe.add_argument("names", nargs="*", metavar="NAME", help="default: every topic")
+    only = describe.add_mutually_exclusive_group()
+    only.add_argument(
+        "--under-replicated-partitions",
+        action="store_true",
+        help="only partitions whose ISR is smaller than the replication factor",
+    )
+    only.add_argument(
+        "--unavailable-partitions",
+        action="store_true",
+        help="only partitions without a leader, or whose leader is not registered",
+    )
+    describe.add_argument("--json", action="store_true", help="print JSON")
+    describe.set_defaults(func=describe_command)
+
+    alter = actions.add_parser("alter", help="add partitions to a topic")
+    alter.add_argument("name", metavar="NAME")
+    alter.add_argument("--partitions", type=int, required=True, metavar="P", help="new total")
+    alter.add_argument(
+        "--replica-assignment",
+        metavar="ASSIGNMENT",
+        help="assignment of every partition (Kafka's form; existing entries must match) or "
+        "of the new partitions only",
+    )
+    alter.add_argument(
+        "--disable-rack-aware", action="store_true", help="assign replicas ignoring racks"
+    )
+    alter.add_argument("--if-exists", action="store_true", help="do nothing if the topic is absent")
+    alter.set_defaults(func=alter_command)
+
+    delete = actions.add_parser("delete", help="mark a topic for deletion")
+    delete.add_argument("name", metavar="NAME")
+    delete.add_argument(
+        "--if-exists", action="store_true", help="do nothing if the topic is absent"
+    )
+    delete.set_defaults(func=delete_command)
+
+    for action in (create, listing, describe, alter, delete):
+        add_connection_arguments(action)
+
+
+def _rack_mode(args: argparse.Namespace) -> RackAwareMode:
+    return RackAwareMode.DISABLED if args.disable_rack_aware else RackAwareMode.ENFORCED
+
+
+def _configs(pairs: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise admin.InvalidConfigError(f"invalid --config {pair!r}: expected KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def create_command(args: argparse.Namespace) -> int:
+    manual = args.replica_assignment is not None
+    if manual and (args.partitions is not None or args.replication_factor is not None):
+        return fail("--replica-assignment cannot be combined with --partitions or "
+                    "--replication-factor")  # fmt: skip
+    if not manual and (args.partitions is None or args.replication_factor is None):
+        return fail("--partitions and --replication-factor are required "
+                    "(unless --replica-assignment is given)")  # fmt: skip
+
+    def action(port: ZkPort) -> int:
+        assignment = parse_replica_assignment(args.replica_assignment) if manual else None
+        try:
+            result = admin.create_topic(
+                port, args.name, args.partitions, args.replication_factor,
+                replica_assignment=assignment, configs=_configs(args.config),
+                rack_aware_mode=_rack_mode(args),
+            )  # fmt: skip
+        except admin.TopicExistsError:
+            if args.if_not_exists:
+                return 0
+            raise
+        for warning in result.warnings:
+            print(f"WARNING: {warning}", file=sys.stderr)
+        print(f"Created topic {result.name}.")
+        return 0
+
+    return run_admin(args, action)
+
+
+def list_command(args: argparse.Namespace) -> int:
+    def action(port: ZkPort) -> int:
+        listing = admin.list_topics(port)
+        if args.json:
+            rows = [{"name": t.name, "marked_for_deletion": t.marked_for_deletion} for t in listing]
+            print(json.dumps({"topics": rows}))
+        for t in [] if args.json else listing:
+            print(f"{t.name} - marked for deletion" if t.marked_for_deletion else t.name)
+        return 0
+
+    return run_admin(args, action)
+
+
+def _wanted(args: argparse.Namespace, p: admin.PartitionDescription) -> bool:
+    if args.under_replicated_partitions:
+        return p.under_replicated
+    if args.unavailable_partitions:
+        return p.unavailable
+    return True
+
+
+def describe_command(args: argparse.Namespace) -> int:
+    filtering = args.under_replicated_partitions or args.unavailable_partitions
+
+    def action(port: ZkPort) -> int:
+        descriptions = admin.describe_topics(port, args.names or None)
+        errors = [f"topic {t.name}: {t.error}" for t in descriptions if t.error]
+        errors += [
+            f"topic {t.name} partition {p.partition}: {p.state_error}"
+            for t in descriptions
+            for p in t.partitions
+            if p.state_error
+        ]
+        if args.json:
+            print(json.dumps({"topics": [_topic_json(t, args) for t in descriptions]}))
+        else:
+            for t in descriptions:
+                if not filtering and not t.error:
+                    print(_topic_line(t))
+                for p in t.partitions:
+                    if _wanted(args, p):
+                        print(_partition_line(t, p))
+        for error in errors:
+            fail(error)
+        return 1 if errors else 0
+
+    return run_admin(args, action)
+
+
+def _topic_line(t: admin.TopicDescription) -> str:
+    configs = ",".join(f"{k}={v}" for k, v in sorted(t.configs.items()))
+    line = f"Topic: {t.name}"
+    if t.topic_id:
+        line += f"\tTopicId: {t.topic_id}"
+    line += f"\tPartitionCount: {len(t.partitions)}\tReplicationFactor: {t.replication_factor}"
+    line += f"\tConfigs: {configs}"
+    return line + ("\tMarkedForDeletion: true" if t.marked_for_deletion else "")
+
+
+def _partition_line(t: admin.TopicDescription, p: admin.PartitionDescription) -> str:
+    leader = "none" if p.offline else str(p.leader)
+    line = f"\tTopic: {t.name}\tPartition: {p.partition}\tLeader: {leader}"
+    line += f"\tReplicas: {join(p.replicas)}\tIsr: {join(p.isr)}"
+    if p.adding_replicas or p.removing_replicas:
+        line += f"\tAdding Replicas: {join(p.adding_replicas)}"
+        line += f"\tRemoving Replicas: {join(p.removing_replicas)}"
+    epoch = "none" if p.leader_epoch is None else str(p.leader_epoch)
+    line += f"\tLeaderEpoch: {epoch}\tOffline: {join(p.offline_replicas)}"
+    return line + ("\tMarkedForDeletion: true" if t.marked_for_deletion else "")
+
+
+def _topic_json(t: admin.TopicDescription, args: argparse.Namespace) -> dict[str, Any]:
+    partitions = [
+        {
+            "partition": p.partition,
+            "leader": p.leader,
+            "leader_epoch": p.leader_epoch,
+            "isr": list(p.isr),
+            "replicas": list(p.replicas),
+            "adding_replicas": list(p.adding_replicas),
+            "removing_replicas": list(p.removing_replicas),
+            "offline_replicas": list(p.offline_replicas),
+            "controller_epoch": p.controller_epoch,
+            "partition_epoch": p.partition_epoch,
+            "leader_recovering": p.leader_recovering,
+            "under_replicated": p.under_replicated,
+            "unavailable": p.unavailable,
+            "offline": p.offline,
+            "state_error": p.state_error,
+        }
+        for p in t.partitions
+        if _wanted(args, p)
+    ]
+    return {
+        "name": t.name,
+        "topic_id": t.topic_id,
+        "partition_count": len(t.partitions),
+        "replication_factor": t.replication_factor,
+        "configs": t.configs,
+        "marked_for_deletion": t.marked_for_deletion,
+        "error": t.error,
+        "partitions": partitions,
+    }
+
+
+def alter_command(args: argparse.Namespace) -> int:
+    def action(port: ZkPort) -> int:
+        try:
+            (current,) = admin.describe_topics(port, [args.name])
+        except admin.UnknownTopicError:
+            if args.if_exists:
+                return 0
+            raise
+        new_only = None
+        if args.replica_assignment is not None:
+            new_only = _new_partitions(
+                parse_replica_assignment(args.replica_assignment), current, args.partitions
+            )
+        admin.add_partitions(
+            port, args.name, args.partitions, new_only, rack_aware_mode=_rack_mode(args)
+        )
+        print(KEYED_WARNING, file=sys.stderr)
+        print("Adding partitions succeeded!")
+        return 0
+
+    return run_admin(args, action)
+
+
+def _new_partitions(
+    given: dict[int, tuple[int, ...]], current: admin.TopicDescription, total: int
+) -> dict[int, tuple[int, ...]]:
+    """The entries for new partitions, from a list of every partition (Kafka) or new ones."""
+    existing = len(current.partitions)
+    if total <= existing:
+        return {}  # add_partitions reports the partition count, which is the real problem
+    if len(given) == total:
+        for p in current.partitions:
+            if given[p.partition] != p.replicas:
+                raise InvalidReplicaAssignmentError(
+                    f"--replica-assignment gives partition {p.partition} replicas "
+                    f"{join(given[p.partition])} but it has {join(p.replicas)}; changing "
+                    "existing replicas is a reassignment, not an alter"
+                )
+        return {p: r for p, r in given.items() if p >= existing}
+    if len(given) == total - existing:
+        return {existing + i: r for i, r in given.items()}
+    raise InvalidReplicaAssignmentError(
+        f"--replica-assignment lists {len(given)} partitions: expected {total} (every "
+        f"partition) or {total - existing} (the new ones; the topic has {existing})"
+    )
+
+
+def delete_command(args: argparse.Namespace) -> int:
+    def action(port: ZkPort) -> int:
+        try:
+            admin.delete_topic(port, args.name)
+        except admin.UnknownTopicError:
+            if args.if_exists:
+                return 0
+            raise
+        except admin.TopicMarkedForDeletionError:
+            # Kafka's tool reports this and succeeds: the request is already pending.
+            print(f"Topic {args.name} is already marked for deletion.")
+            return 0
+        print(f"Topic {args.name} is marked for deletion.")
+        print("Note: This will have no impact if delete.topic.enable is not set to true.")
+        return 0
+
+    return run_admin(args, action)
