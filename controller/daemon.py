@@ -10,6 +10,7 @@ the main thread does the work.
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 from types import FrameType
 
@@ -22,9 +23,13 @@ from controller.core.events import Resign
 from controller.http_server import ControllerHttpServer, Readiness, start_http_server
 from controller.logs import configure_logging, set_level
 from controller.metrics import ControllerMetrics
+from controller.rpc.admin_service import AdminServicer
 from controller.rpc.server import ControllerGrpcServer, follow_active_state
 from controller.rpc.service import ControllerServicer
 from controller.state_change_log import StateChangeLog
+from controller.zk import paths
+from controller.zk.endpoints import ControllerEndpoint, encode_controller_endpoint
+from controller.zk.errors import NodeExistsError
 from controller.zk.kazoo_port import KazooPort
 from controller.zk.port import SessionState
 
@@ -55,10 +60,12 @@ class ControllerDaemon:
         )
         self.grpc = ControllerGrpcServer(str(config.grpc_listen))
         self.grpc.add_controller_service(ControllerServicer(self.controller))
+        self.grpc.add_admin_service(AdminServicer(self.controller))
         self.http: ControllerHttpServer | None = None
         self._stop = threading.Event()
         self._reload = threading.Event()
         self._stopped = False
+        self._endpoint_lost = False
 
     def readiness(self) -> Readiness:
         return Readiness(
@@ -75,6 +82,8 @@ class ControllerDaemon:
         self.port.start(timeout=self.config.zookeeper_connection_timeout_ms / 1000)
         follow_active_state(self.grpc, self.controller)
         self.grpc.start()
+        self.port.add_session_listener(self._on_session_state)
+        self._register_endpoint()
         self.controller.startup()
         log.info(
             "controller started",
@@ -83,6 +92,39 @@ class ControllerDaemon:
             metrics_url=f"{self.http.url}/metrics",
             grpc=self.grpc.address,
         )
+
+    def endpoint(self) -> ControllerEndpoint:
+        grpc_host, _, _ = self.grpc.address.rpartition(":")
+        metrics = self.config.metrics_listen
+        return ControllerEndpoint(
+            self.config.controller_id,
+            f"{_advertised(grpc_host)}:{self.grpc.port}",
+            f"{_advertised(metrics.host)}:{self.http.port if self.http else metrics.port}",
+        )
+
+    def _register_endpoint(self) -> None:
+        """Advertise our addresses for admin tools (ephemeral; re-created on a new session)."""
+        path = paths.controller_endpoint_path(self.config.controller_id)
+        data = encode_controller_endpoint(self.endpoint())
+        try:
+            self.port.ensure_path(paths.CONTROLLER_ENDPOINTS)
+            try:
+                self.port.create(path, data, ephemeral=True)
+            except NodeExistsError:
+                # Left by our previous session (or another node with our id): take it over.
+                self.port.delete(path)
+                self.port.create(path, data, ephemeral=True)
+        except Exception as exc:
+            log.error("could not advertise the controller endpoint", path=path, error=str(exc))
+
+    def _on_session_state(self, state: SessionState) -> None:
+        # A new session after an expiry: our ephemeral endpoint znode is gone. Re-create it off
+        # the ZooKeeper client's thread.
+        if state is SessionState.LOST:
+            self._endpoint_lost = True
+        elif state is SessionState.CONNECTED and self._endpoint_lost:
+            self._endpoint_lost = False
+            threading.Thread(target=self._register_endpoint, daemon=True).start()
 
     def stop(self, resign_timeout: float = 10.0) -> None:
         if self._stopped:
@@ -137,3 +179,8 @@ class ControllerDaemon:
         self.state_change_log.reopen()
         set_level(self.config.log_level)
         log.info("reopened the state-change log", path=str(self.state_change_log.path))
+
+
+def _advertised(host: str) -> str:
+    """A host clients can dial: wildcard binds advertise this machine's name."""
+    return socket.getfqdn() if host in ("", "0.0.0.0", "::", "[::]") else host

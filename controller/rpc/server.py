@@ -19,12 +19,13 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from controller.api.v1 import controller_pb2, controller_pb2_grpc
+from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
 
 if TYPE_CHECKING:
     from controller.core.controller import Controller
 
 CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
+ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 
 
 class ControllerGrpcServer:
@@ -37,12 +38,20 @@ class ControllerGrpcServer:
             raise OSError(f"cannot bind the gRPC listener to {address}")
         host = address.rsplit(":", 1)[0]
         self.address = f"{host}:{self.port}"
-        self._services = [CONTROLLER_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME]
+        self._services = [
+            CONTROLLER_SERVICE,
+            ADMIN_SERVICE,
+            health.SERVICE_NAME,
+            reflection.SERVICE_NAME,
+        ]
 
     def add_controller_service(
         self, servicer: controller_pb2_grpc.ControllerServiceServicer
     ) -> None:
         controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, self._server)
+
+    def add_admin_service(self, servicer: admin_pb2_grpc.AdminServiceServicer) -> None:
+        admin_pb2_grpc.add_AdminServiceServicer_to_server(servicer, self._server)
 
     def start(self) -> None:
         reflection.enable_server_reflection(self._services, self._server)
@@ -57,6 +66,7 @@ class ControllerGrpcServer:
             else health_pb2.HealthCheckResponse.NOT_SERVING
         )
         self.health.set(CONTROLLER_SERVICE, status)
+        self.health.set(ADMIN_SERVICE, status)
 
     def stop(self, grace: float = 2.0) -> None:
         self.health.enter_graceful_shutdown()

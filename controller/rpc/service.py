@@ -7,58 +7,32 @@ controller's id in trailing metadata (``controller.api.errors.set_controller_hin
 
 from __future__ import annotations
 
-from concurrent.futures import TimeoutError as FutureTimeout
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import grpc
-import structlog
 
-from controller.api.errors import Errors, error_for_exception, set_controller_hint
+from controller.api.errors import Errors
 from controller.api.v1 import common_pb2, controller_pb2, controller_pb2_grpc
-from controller.core.events import (
-    AlterPartitionReceived,
-    ControlledShutdown,
-    NotControllerError,
-    ReplyingEvent,
-)
+from controller.core.events import AlterPartitionReceived, ControlledShutdown
+from controller.rpc.calls import await_reply, error_code
 
 if TYPE_CHECKING:
     from controller.core.controller import Controller
-
-log = structlog.get_logger("controller.rpc")
-
-DEFAULT_DEADLINE_S = 30.0
 
 
 class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
     def __init__(self, controller: Controller) -> None:
         self._ctl = controller
 
-    def _await(self, event: ReplyingEvent, context: grpc.ServicerContext) -> Any:
-        """Queue ``event`` and wait for its answer within the caller's deadline."""
-        if not self._ctl.is_active:
-            raise NotControllerError(self._ctl.active_controller_id)
-        self._ctl.put(event)
-        remaining = context.time_remaining()
-        timeout = DEFAULT_DEADLINE_S if remaining is None else max(remaining - 0.05, 0.0)
-        try:
-            return event.reply.result(timeout)
-        except FutureTimeout:
-            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"{event.name} did not finish in time")
-        except NotImplementedError:
-            context.abort(
-                grpc.StatusCode.UNIMPLEMENTED, f"{event.name} is not handled by this controller"
-            )
-
     def ControlledShutdown(
         self, request: controller_pb2.ControlledShutdownRequest, context: grpc.ServicerContext
     ) -> controller_pb2.ControlledShutdownResponse:
         event = ControlledShutdown(broker_id=request.broker_id, broker_epoch=request.broker_epoch)
         try:
-            remaining = self._await(event, context)
+            remaining = await_reply(self._ctl, event, context)
         except Exception as exc:
             return controller_pb2.ControlledShutdownResponse(
-                error_code=self._error(exc, context, "ControlledShutdown")
+                error_code=error_code(self._ctl, exc, context, "ControlledShutdown")
             )
         return controller_pb2.ControlledShutdownResponse(
             error_code=Errors.NONE,
@@ -73,16 +47,8 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
     ) -> controller_pb2.AlterPartitionResponse:
         event = AlterPartitionReceived(request=request)
         try:
-            return self._await(event, context)
+            return await_reply(self._ctl, event, context)
         except Exception as exc:
             return controller_pb2.AlterPartitionResponse(
-                error_code=self._error(exc, context, "AlterPartition")
+                error_code=error_code(self._ctl, exc, context, "AlterPartition")
             )
-
-    def _error(self, exc: Exception, context: grpc.ServicerContext, rpc: str) -> int:
-        code = error_for_exception(exc)
-        if code == Errors.NOT_CONTROLLER:
-            set_controller_hint(context, self._ctl.active_controller_id)
-        elif code == Errors.UNKNOWN_SERVER_ERROR:
-            log.error("controller RPC failed", rpc=rpc, error=str(exc))
-        return int(code)

@@ -26,6 +26,15 @@ FEATURE = "/feature"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 MIGRATION = "/migration"
 
+# Our own (not Kafka's): where each controller node advertises its gRPC and metrics endpoints,
+# so admin tools can reach the active controller named in /controller. Kafka's tools ignore it.
+CONTROLLER_ENDPOINTS = "/zk-controller/controllers"
+
+
+def controller_endpoint_path(controller_id: int) -> str:
+    return f"{CONTROLLER_ENDPOINTS}/{controller_id}"
+
+
 # Brokers and topics.
 BROKERS_IDS = "/brokers/ids"
 BROKERS_TOPICS = "/brokers/topics"

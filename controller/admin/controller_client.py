@@ -1,0 +1,113 @@
+"""Reaching the active controller over gRPC.
+
+The active controller's id is in Kafka's ``/controller``; its address is in our
+``/zk-controller/controllers/<id>``. A call that lands on a node that is no longer active
+comes back with NOT_CONTROLLER and (usually) the new controller's id in trailing metadata;
+the client follows it, re-reading ZooKeeper when there is no hint, until its deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from controller.api.errors import Errors, controller_hint
+from controller.api.v1 import admin_pb2_grpc, controller_pb2_grpc
+from controller.zk import codecs, paths
+from controller.zk.endpoints import decode_controller_endpoint
+from controller.zk.errors import NoNodeError
+from controller.zk.port import ZkPort
+
+R = TypeVar("R")
+
+
+class NoActiveControllerError(RuntimeError):
+    """No controller is active (or none could be reached) before the deadline."""
+
+
+class ControllerClient:
+    def __init__(self, port: ZkPort, *, timeout_s: float = 30.0) -> None:
+        self._port = port
+        self.timeout_s = timeout_s
+        self._channels: dict[str, grpc.Channel] = {}
+
+    def close(self) -> None:
+        for channel in self._channels.values():
+            channel.close()
+        self._channels.clear()
+
+    def __enter__(self) -> ControllerClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- discovery -----------------------------------------------------------------------
+
+    def active_controller_id(self) -> int | None:
+        try:
+            data, _ = self._port.get(paths.CONTROLLER)
+        except NoNodeError:
+            return None
+        return codecs.decode_controller(data, paths.CONTROLLER)
+
+    def address_of(self, controller_id: int) -> str | None:
+        try:
+            data, _ = self._port.get(paths.controller_endpoint_path(controller_id))
+        except NoNodeError:
+            return None
+        return decode_controller_endpoint(controller_id, data).grpc
+
+    def _channel(self, address: str) -> grpc.Channel:
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = grpc.insecure_channel(address)
+            self._channels[address] = channel
+        return channel
+
+    # -- calls ---------------------------------------------------------------------------
+
+    def admin(self, method: str, request: Any) -> Any:
+        return self._call(lambda ch: getattr(admin_pb2_grpc.AdminServiceStub(ch), method), request)
+
+    def controller(self, method: str, request: Any) -> Any:
+        return self._call(
+            lambda ch: getattr(controller_pb2_grpc.ControllerServiceStub(ch), method), request
+        )
+
+    def _call(self, stub_method: Callable[[grpc.Channel], Any], request: Any) -> Any:
+        deadline = time.monotonic() + self.timeout_s
+        target: int | None = None
+        last_problem = "no controller is registered in /controller"
+        while time.monotonic() < deadline:
+            target = target if target is not None else self.active_controller_id()
+            address = self.address_of(target) if target is not None else None
+            if target is None or address is None:
+                if target is not None:
+                    last_problem = f"controller {target} has not advertised an address"
+                target = None
+                time.sleep(0.2)
+                continue
+            remaining = max(deadline - time.monotonic(), 0.1)
+            try:
+                response, call = stub_method(self._channel(address)).with_call(
+                    request, timeout=remaining
+                )
+            except grpc.RpcError as exc:
+                last_problem = f"controller {target} at {address}: {exc.code().name}"
+                target = None
+                time.sleep(0.2)
+                continue
+            if getattr(response, "error_code", Errors.NONE) != Errors.NOT_CONTROLLER:
+                return response
+            hint = controller_hint(call.trailing_metadata())
+            last_problem = f"controller {target} is no longer active"
+            target = hint if hint is not None and hint != target else None
+            if target is None:
+                time.sleep(0.2)
+        raise NoActiveControllerError(
+            f"could not reach the active controller within {self.timeout_s:.0f}s: {last_problem}"
+        )

@@ -1,0 +1,146 @@
+"""``AdminService``: reassignments and leader elections on the active controller.
+
+The servicer only translates between protobuf and controller events. The contract with the
+handlers (``controller.handlers``) is the value each event's ``reply`` future resolves to:
+
+- ``ApiPartitionReassignment``: ``{TopicPartition: ApiError | None}`` (None = accepted);
+- ``ListPartitionReassignments``: ``{TopicPartition: ReplicaAssignment}``;
+- ``ReplicaLeaderElection`` (AdminClient-triggered): ``{TopicPartition: int | ApiError}``,
+  the new leader id or the per-partition error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import grpc
+
+from controller.api.errors import ApiError, Errors
+from controller.api.v1 import admin_pb2, admin_pb2_grpc
+from controller.core.events import (
+    ApiPartitionReassignment,
+    ElectionTrigger,
+    ElectionType,
+    ListPartitionReassignments,
+    ReplicaLeaderElection,
+)
+from controller.core.model import ReplicaAssignment, TopicPartition
+from controller.rpc.calls import await_reply, error_code
+
+if TYPE_CHECKING:
+    from controller.core.controller import Controller
+
+
+def _partition_result(tp: TopicPartition, outcome: ApiError | None) -> admin_pb2.PartitionResult:
+    if outcome is None:
+        return admin_pb2.PartitionResult(topic=tp.topic, partition=tp.partition)
+    return admin_pb2.PartitionResult(
+        topic=tp.topic,
+        partition=tp.partition,
+        error_code=int(outcome.error),
+        error_message=str(outcome),
+    )
+
+
+class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
+    def __init__(self, controller: Controller) -> None:
+        self._ctl = controller
+
+    def AlterPartitionReassignments(
+        self,
+        request: admin_pb2.AlterPartitionReassignmentsRequest,
+        context: grpc.ServicerContext,
+    ) -> admin_pb2.AlterPartitionReassignmentsResponse:
+        targets: dict[TopicPartition, tuple[int, ...] | None] = {}
+        for p in request.partitions:
+            targets[TopicPartition(p.topic, p.partition)] = None if p.cancel else tuple(p.replicas)
+        event = ApiPartitionReassignment(reassignments=targets)
+        try:
+            outcome: Mapping[TopicPartition, ApiError | None] = await_reply(
+                self._ctl, event, context, request.timeout_ms
+            )
+        except Exception as exc:
+            return admin_pb2.AlterPartitionReassignmentsResponse(
+                error_code=error_code(self._ctl, exc, context, "AlterPartitionReassignments"),
+                error_message=str(exc),
+            )
+        return admin_pb2.AlterPartitionReassignmentsResponse(
+            results=[_partition_result(tp, outcome[tp]) for tp in sorted(outcome)]
+        )
+
+    def ListPartitionReassignments(
+        self,
+        request: admin_pb2.ListPartitionReassignmentsRequest,
+        context: grpc.ServicerContext,
+    ) -> admin_pb2.ListPartitionReassignmentsResponse:
+        wanted = frozenset(TopicPartition(p.topic, p.partition) for p in request.partitions)
+        event = ListPartitionReassignments(partitions=wanted or None)
+        try:
+            ongoing: Mapping[TopicPartition, ReplicaAssignment] = await_reply(
+                self._ctl, event, context
+            )
+        except Exception as exc:
+            return admin_pb2.ListPartitionReassignmentsResponse(
+                error_code=error_code(self._ctl, exc, context, "ListPartitionReassignments"),
+                error_message=str(exc),
+            )
+        return admin_pb2.ListPartitionReassignmentsResponse(
+            reassignments=[
+                admin_pb2.OngoingReassignment(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    replicas=ra.replicas,
+                    adding_replicas=ra.adding_replicas,
+                    removing_replicas=ra.removing_replicas,
+                )
+                for tp, ra in sorted(ongoing.items())
+            ]
+        )
+
+    def ElectLeaders(
+        self, request: admin_pb2.ElectLeadersRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.ElectLeadersResponse:
+        election_type = (
+            ElectionType.UNCLEAN
+            if request.election_type == admin_pb2.ELECTION_TYPE_UNCLEAN
+            else ElectionType.PREFERRED
+        )
+        partitions = frozenset(TopicPartition(p.topic, p.partition) for p in request.partitions)
+        event = ReplicaLeaderElection(
+            partitions=partitions or None,
+            election_type=election_type,
+            trigger=ElectionTrigger.ADMIN_CLIENT_TRIGGERED,
+        )
+        try:
+            outcome: Mapping[TopicPartition, int | ApiError] = await_reply(
+                self._ctl, event, context, request.timeout_ms
+            )
+        except Exception as exc:
+            return admin_pb2.ElectLeadersResponse(
+                error_code=error_code(self._ctl, exc, context, "ElectLeaders"),
+                error_message=str(exc),
+            )
+        results = []
+        for tp in sorted(outcome):
+            result = outcome[tp]
+            if isinstance(result, ApiError):
+                results.append(
+                    admin_pb2.ElectionResult(
+                        topic=tp.topic,
+                        partition=tp.partition,
+                        error_code=int(result.error),
+                        error_message=str(result),
+                        leader=-1,
+                    )
+                )
+            else:
+                results.append(
+                    admin_pb2.ElectionResult(
+                        topic=tp.topic,
+                        partition=tp.partition,
+                        error_code=Errors.NONE,
+                        leader=result,
+                    )
+                )
+        return admin_pb2.ElectLeadersResponse(results=results)

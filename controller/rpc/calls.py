@@ -1,0 +1,54 @@
+"""Turning an RPC into a controller event and waiting for the event thread's answer."""
+
+from __future__ import annotations
+
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import structlog
+
+from controller.api.errors import Errors, error_for_exception, set_controller_hint
+from controller.core.events import NotControllerError, ReplyingEvent
+
+if TYPE_CHECKING:
+    from controller.core.controller import Controller
+
+log = structlog.get_logger("controller.rpc")
+
+DEFAULT_DEADLINE_S = 30.0
+
+
+def await_reply(
+    ctl: Controller, event: ReplyingEvent, context: grpc.ServicerContext, timeout_ms: int = 0
+) -> Any:
+    """Queue ``event`` and wait for its answer within the caller's deadline.
+
+    Raises ``NotControllerError`` at once on a standby; aborts the RPC with
+    DEADLINE_EXCEEDED when the event thread does not answer in time.
+    """
+    if not ctl.is_active:
+        raise NotControllerError(ctl.active_controller_id)
+    ctl.put(event)
+    remaining = context.time_remaining()
+    timeout = DEFAULT_DEADLINE_S if remaining is None else max(remaining - 0.05, 0.0)
+    if timeout_ms > 0:
+        timeout = min(timeout, timeout_ms / 1000)
+    try:
+        return event.reply.result(timeout)
+    except FutureTimeout:
+        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"{event.name} did not finish in time")
+    except NotImplementedError:
+        context.abort(
+            grpc.StatusCode.UNIMPLEMENTED, f"{event.name} is not handled by this controller"
+        )
+
+
+def error_code(ctl: Controller, exc: BaseException, context: grpc.ServicerContext, rpc: str) -> int:
+    """The response error code for ``exc``; NOT_CONTROLLER also names the active controller."""
+    code = error_for_exception(exc)
+    if code == Errors.NOT_CONTROLLER:
+        set_controller_hint(context, ctl.active_controller_id)
+    elif code == Errors.UNKNOWN_SERVER_ERROR:
+        log.error("controller RPC failed", rpc=rpc, error=str(exc))
+    return int(code)
