@@ -71,6 +71,10 @@ class Controller:
         self.scheduler = Scheduler()
         self.active_controller_id = -1
         self.unclean_leader_elections = 0
+        # Optional concerns, set by their handlers (controller.handlers): topic deletion
+        # (Kafka's TopicDeletionManager) and partition reassignment.
+        self.topic_deletion_manager: Any = None
+        self.reassignments: Any = None
         self.events = ControllerEventManager(
             self,
             on_queue_time=metrics.observe_event_queue_time if metrics else None,

@@ -6,6 +6,10 @@
 - ``responses``     broker responses (log-dir failures via LeaderAndIsr responses)
 
 Each handler class exposes ``handlers()``: a map from event type to the method handling it.
+Handlers that add steps to the end of controller failover call
+``ctl.election.add_failover_hook`` in their constructor; the order of ``all_handlers`` is
+therefore Kafka's failover order (reassignments, then deletions, then pending preferred
+elections, then the auto-rebalance schedule).
 """
 
 from __future__ import annotations
