@@ -293,6 +293,17 @@ def _commit(port: ZkPort, ops: Sequence[Op]) -> tuple[int, Exception] | None:
     return None
 
 
+def _holds(port: ZkPort, path: str, data: bytes) -> bool:
+    """Whether ``path`` has exactly ``data``: a write of ours that failed only on its resend.
+
+    Topic znodes carry a fresh random topic id, so equal bytes mean our own write.
+    """
+    try:
+        return port.get(path)[0] == data
+    except NoNodeError:
+        return False
+
+
 def _children(port: ZkPort, path: str) -> list[str]:
     try:
         return port.get_children(path)
@@ -432,6 +443,8 @@ def create_topic(
             return TopicChange(name, topic_id, assignment, tuple(assignment), config, warnings)
         index, error = failure
         if index == len(ops) - 1 and isinstance(error, NodeExistsError):
+            if _holds(port, topic_path, data):  # our own multi, resent after a connection loss
+                return TopicChange(name, topic_id, assignment, tuple(assignment), config, warnings)
             raise TopicExistsError(f"topic '{name}' already exists")
         # Otherwise a parent or the config znode changed under us: read again and retry.
     raise ConcurrentModificationError(
@@ -506,7 +519,7 @@ def add_partitions(
     merged.update({p: ReplicaAssignment(r) for p, r in added.items()})
     data = _encode_checked(TopicAssignment(name, current.topic_id, merged))
     failure = _commit(port, [SetData(paths.topic_path(name), data, version)])
-    if failure is not None:
+    if failure is not None and not _holds(port, paths.topic_path(name), data):
         raise ConcurrentModificationError(
             f"{paths.topic_path(name)} changed while partitions were being added "
             f"({failure[1]}); nothing was written, run the command again"

@@ -241,6 +241,37 @@ def test_partial_rack_information_needs_disable_rack_aware(port: KazooPort) -> N
     assert len(result.assignment) == 3
 
 
+class ResendingPort:
+    """Sends every multi twice to the real server: the reply the caller sees is the resend's,
+    as when a reply is lost to a connection loss and KazooPort resends the request."""
+
+    def __init__(self, port: KazooPort) -> None:
+        self._port = port
+
+    def multi(self, ops: Any) -> Any:
+        self._port.multi(ops)
+        return self._port.multi(ops)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._port, name)
+
+
+def test_a_resent_write_that_already_succeeded_is_a_success(port: KazooPort) -> None:
+    brokers(port, 0, 1)
+    resending: Any = ResendingPort(port)
+    created = admin.create_topic(resending, "t", 2, 2)
+    decoded = codecs.decode_topic_assignment("t", port.get("/brokers/topics/t")[0])
+    assert decoded.topic_id == created.topic_id
+    added = admin.add_partitions(resending, "t", 3)
+    assert added.added == (2,)
+    assert (
+        len(codecs.decode_topic_assignment("t", port.get("/brokers/topics/t")[0]).partitions) == 3
+    )
+    # A real conflict is still one: another writer's topic is not mistaken for ours.
+    with pytest.raises(admin.TopicExistsError):
+        admin.create_topic(resending, "t", 1, 1)
+
+
 # --- add partitions ----------------------------------------
 
 
