@@ -385,7 +385,13 @@ class ZkGateway:
         controller_epoch: int,
         epoch_zk_version: int,
     ) -> UpdateLeaderAndIsrResult:
-        """Fenced conditional writes of state znodes at each state's ``partition_epoch``."""
+        """Fenced conditional writes of state znodes at each state's ``partition_epoch``.
+
+        As Kafka's: BADVERSION partitions go to ``to_retry``, other per-partition errors to
+        ``finished``; ``ControllerMovedError`` propagates, and any other exception (e.g. the
+        connection is lost for good) fails every partition, so callers still settle the
+        partitions of their earlier rounds instead of aborting the whole state change.
+        """
         items: dict[TopicPartition, list[Op]] = {
             tp: [
                 SetData(
@@ -400,7 +406,13 @@ class ZkGateway:
         }
         finished: dict[TopicPartition, LeaderAndIsr | Exception] = {}
         to_retry: set[TopicPartition] = set()
-        for tp, result in self._writer.run(items, epoch_zk_version).items():
+        try:
+            written = self._writer.run(items, epoch_zk_version)
+        except ControllerMovedError:
+            raise
+        except Exception as exc:
+            return UpdateLeaderAndIsrResult(dict.fromkeys(states, exc), set())
+        for tp, result in written.items():
             if isinstance(result, BadVersionError):
                 to_retry.add(tp)
             elif isinstance(result, ZkError):
