@@ -93,15 +93,21 @@ class ZkGateway:
             return []
 
     def get_data(self, path: str, *, watch: bool = True) -> tuple[bytes, int, int] | None:
-        """(data, zkVersion, czxid), or None when absent. Arms a registered data watch."""
+        """(data, zkVersion, czxid), or None when absent. Arms a registered data watch.
+
+        A read of a missing node arms nothing in ZooKeeper, so ``exists`` arms a creation
+        watch instead. If the node was created between the two calls, that watch is set on
+        an existing node and the creation would never be reported: read it again.
+        """
         watcher = self.watches.data_watcher(path) if watch else None
-        try:
-            data, stat = self.port.get(path, watcher)
-        except NoNodeError:
-            if watcher is not None:
-                self.port.exists(path, watcher)  # arm a creation watch like Kafka's exists()
-            return None
-        return data, stat.version, stat.czxid
+        while True:
+            try:
+                data, stat = self.port.get(path, watcher)
+            except NoNodeError:
+                if watcher is None or self.port.exists(path, watcher) is None:
+                    return None
+                continue
+            return data, stat.version, stat.czxid
 
     def _get_many(self, path_list: list[str]) -> list:
         out = []
