@@ -30,7 +30,7 @@ before them (e.g. another writer racing the controller between its read and its 
 Everything written to ZooKeeper "by someone else" (brokers, admin tools, a rival controller)
 goes through other sessions of the same ``MemoryZooKeeper``, exactly as on a real ensemble.
 
-Modules: ``controller`` (``ControllerHarness``), ``channel`` (``RecordingChannel``,
+Modules: ``controller`` (``ControllerHarness``, ``leadership``), ``channel`` (``RecordingChannel``,
 ``SentRequest``, ``success_response``, ``make_broker``), ``faults`` (``FaultInjectingPort``).
 """
 
@@ -42,7 +42,7 @@ from tests.harness.channel import (
     make_broker,
     success_response,
 )
-from tests.harness.controller import ControllerHarness
+from tests.harness.controller import ControllerHarness, leadership
 from tests.harness.faults import FaultInjectingPort, touches
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "FaultInjectingPort",
     "RecordingChannel",
     "SentRequest",
+    "leadership",
     "make_broker",
     "success_response",
     "touches",

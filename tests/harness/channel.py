@@ -14,8 +14,17 @@ from typing import Any
 
 from controller.api.errors import Errors
 from controller.api.v1 import broker_pb2
+from controller.channel import convert
 from controller.channel.sender import OutboundRequest, RequestKind, ResponseCallback
-from controller.core.model import Broker, BrokerAndEpoch, EndPoint, TopicPartition
+from controller.core.model import (
+    Broker,
+    BrokerAndEpoch,
+    EndPoint,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+)
 
 PLAINTEXT_PORT_BASE = 9900  # Kafka's ControllerChannelManagerTest: PLAINTEXT localhost:990N
 CONTROLLER_PORT_BASE = 19900
@@ -74,6 +83,32 @@ class SentRequest:
     def topic_ids(self) -> dict[str, str]:
         """topic name -> topic id on the wire ("" when unknown). Not for StopReplica."""
         return {t.topic_name: t.topic_id for t in self.message.topic_states}
+
+    def leader_and_isr(
+        self, tp: TopicPartition
+    ) -> tuple[LeaderIsrAndControllerEpoch, ReplicaAssignment, bool]:
+        """A LeaderAndIsr partition state as model values: (leadership, assignment, isNew)."""
+        state = self.partition_states()[tp]
+        info, assignment = convert.leader_and_isr_from_wire(state)
+        return info, assignment, state.is_new
+
+    def update_metadata(
+        self, tp: TopicPartition
+    ) -> tuple[LeaderIsrAndControllerEpoch, tuple[int, ...], tuple[int, ...]]:
+        """An UpdateMetadata partition state: (leadership with zkVersion as partition epoch,
+        replicas, offline replicas). The recovery state is not carried by UpdateMetadata."""
+        p = self.partition_states()[tp]
+        lai = LeaderAndIsr(p.leader, p.leader_epoch, tuple(p.isr), partition_epoch=p.zk_version)
+        return (
+            LeaderIsrAndControllerEpoch(lai, p.controller_epoch),
+            tuple(p.replicas),
+            tuple(p.offline_replicas),
+        )
+
+    def stop_replica(self, tp: TopicPartition) -> tuple[int, bool]:
+        """A StopReplica partition state: (leader epoch, deletePartition)."""
+        p = self.partition_states()[tp]
+        return p.leader_epoch, p.delete_partition
 
     def respond(self, response: Any | None = None, **kwargs: Any) -> None:
         """Run the callback with ``response``, or with ``success_response(self, **kwargs)``."""

@@ -34,6 +34,21 @@ from tests.harness.channel import RecordingChannel, make_broker
 from tests.harness.faults import FaultInjectingPort
 
 
+def leadership(
+    leader: int,
+    isr: Sequence[int],
+    leader_epoch: int = 0,
+    partition_epoch: int = 0,
+    recovery: LeaderRecoveryState = LeaderRecoveryState.RECOVERED,
+    controller_epoch: int = 0,
+) -> LeaderIsrAndControllerEpoch:
+    """A ``LeaderIsrAndControllerEpoch`` in one call (``partition_epoch`` is the zkVersion)."""
+    return LeaderIsrAndControllerEpoch(
+        LeaderAndIsr(leader, leader_epoch, tuple(isr), recovery, partition_epoch),
+        controller_epoch,
+    )
+
+
 class ControllerHarness:
     """A real ``Controller`` on an in-memory ZooKeeper, driven on the caller's thread.
 
