@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import posixpath
 import random
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -82,6 +83,7 @@ COLLISION_WARNING = (
 # topic znode would be refused mid-operation (as a connection loss), so refuse it up front.
 MAX_TOPIC_ZNODE_BYTES = 1_000_000
 _WRITE_ATTEMPTS = 3
+_INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII only, like Java's Integer.parseInt
 
 # Kafka 3.6's topic configs (LogConfig): name -> (type, minimum or allowed values).
 _I32, _I64 = (-(2**31), 2**31 - 1), (-(2**63), 2**63 - 1)
@@ -227,7 +229,7 @@ def _check_config_value(name: str, value: str) -> None:
     if kind in ("int", "long"):
         lo, hi = _I32 if kind == "int" else _I64
         lo = rule if isinstance(rule, int) else lo
-        if not (text.lstrip("+-").isdigit() and lo <= int(text) <= hi):
+        if not (_INTEGER.fullmatch(text) and lo <= int(text) <= hi):
             expected = f"an integer in [{lo}, {hi}]"
     elif kind == "bool" and text.lower() not in ("true", "false"):
         expected = "true or false"
@@ -311,9 +313,14 @@ def _children(port: ZkPort, path: str) -> list[str]:
         return []
 
 
+def _registered_ids(port: ZkPort) -> set[int]:
+    # Children of /brokers/ids that are not broker ids are not registrations: skip them.
+    return {int(c) for c in _children(port, paths.BROKERS_IDS) if c.isascii() and c.isdigit()}
+
+
 def _registered_brokers(port: ZkPort) -> list[BrokerInfo]:
     """Kafka's getAllBrokersInCluster: every registration, sorted by id (ids that vanish skip)."""
-    ids = sorted(int(c) for c in _children(port, paths.BROKERS_IDS) if c.isdigit())
+    ids = sorted(_registered_ids(port))
     out: list[BrokerInfo] = []
     for bid, read in zip(ids, port.get_many([paths.broker_path(i) for i in ids]), strict=True):
         if read.error is not None or read.stat is None:
@@ -571,7 +578,7 @@ def describe_topics(port: ZkPort, names: Sequence[str] | None = None) -> list[To
             raise UnknownTopicError(f"topic(s) {', '.join(missing)} do not exist")
     wanted = sorted(set(names) if names is not None else all_topics)
     deleting = set(_children(port, paths.DELETE_TOPICS))
-    registered = {int(c) for c in _children(port, paths.BROKERS_IDS) if c.isdigit()}
+    registered = _registered_ids(port)
     reads = port.get_many(
         [paths.topic_path(t) for t in wanted] + [paths.topic_config_path(t) for t in wanted]
     )

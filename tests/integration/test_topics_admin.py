@@ -212,6 +212,15 @@ def test_create_refusals_change_nothing(port: KazooPort) -> None:
         "t", 1, 1, configs={"retention.msec": "1"}))  # fmt: skip
     refused(port, admin.InvalidConfigError, r"retention.ms: expected an integer in \[-1", create(
         "t", 1, 1, configs={"retention.ms": "-5"}))  # fmt: skip
+    for bad_number in ("--5", "²", "1.5", "", "9223372036854775808"):
+        refused(port, admin.InvalidConfigError, "expected an integer", create(
+            "t", 1, 1, configs={"segment.ms": bad_number}))  # fmt: skip
+    refused(port, admin.InvalidConfigError, "expected true or false", create(
+        "t", 1, 1, configs={"preallocate": "yes"}))  # fmt: skip
+    refused(port, admin.InvalidConfigError, r"expected a number in \[0, 1\]", create(
+        "t", 1, 1, configs={"min.cleanable.dirty.ratio": "1.5"}))  # fmt: skip
+    refused(port, admin.InvalidConfigError, "comma-separated list of compact, delete", create(
+        "t", 1, 1, configs={"cleanup.policy": "compact,forever"}))  # fmt: skip
     refused(port, admin.InvalidConfigError, "expected one of", create(
         "t", 1, 1, configs={"compression.type": "brotli"}))  # fmt: skip
     refused(port, admin.InvalidRequestError, "one or the other", create(
