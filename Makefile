@@ -19,7 +19,7 @@ RUN_ARGS ?=
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup zookeeper-deps test lint run proto clean distclean
+.PHONY: help setup zookeeper-deps test lint run run-controller proto clean distclean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -62,9 +62,13 @@ test: setup zookeeper-deps ## ruff, then the whole pytest suite (needs ZooKeeper
 lint: setup ## ruff check
 	$(VENV)/bin/ruff check controller tests
 
-# The controller starts an embedded ZooKeeper itself when no --zookeeper is given, so the local
-# ZooKeeper install is only needed without ZK_CONNECT.
-run: setup $(if $(ZK_CONNECT),,zookeeper-deps) ## run controller 0 (against ZK_CONNECT, else an embedded ZooKeeper)
+# The local stack: an embedded ZooKeeper (unless ZK_CONNECT is set), the controller and three
+# reference brokers with a demo topic, in the foreground; Ctrl-C stops everything.
+run: setup $(if $(ZK_CONNECT),,zookeeper-deps) ## run the local stack (ZooKeeper, controller, 3 brokers, demo topic)
+	$(VENV)/bin/zk-controller stack $(if $(ZK_CONNECT),--zookeeper $(ZK_CONNECT)) $(RUN_ARGS)
+
+# Just the controller daemon (against ZK_CONNECT, else an embedded ZooKeeper).
+run-controller: setup $(if $(ZK_CONNECT),,zookeeper-deps) ## run only controller 0 in the foreground
 	$(VENV)/bin/zk-controller run --controller-id 0 $(if $(ZK_CONNECT),--zookeeper $(ZK_CONNECT)) $(RUN_ARGS)
 
 proto: setup ## regenerate the gRPC code from proto/

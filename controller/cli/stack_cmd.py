@@ -51,6 +51,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--metrics-listen", default=f"{LOOPBACK}:9309")
     parser.add_argument("--grpc-listen", default=f"{LOOPBACK}:9095")
     parser.add_argument("--var-dir", default="var", help="state and logs (default ./var)")
+    parser.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        default=6000,
+        help="ZooKeeper session timeout of the controller and brokers; a killed "
+        "broker is noticed after this long (default 6000)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -126,12 +133,13 @@ def run(args: argparse.Namespace) -> int:
             "run", "--zookeeper", connect, "--controller-id", "0",
             "--metrics-listen", args.metrics_listen, "--grpc-listen", args.grpc_listen,
             "--log-dir", str(var_dir / "controller-0"),
+            "--zookeeper-session-timeout-ms", str(args.session_timeout_ms),
         ], to_terminal=True)  # fmt: skip
         for broker_id in range(1, args.brokers + 1):
             listen = f"{LOOPBACK}:{args.broker_base_port + broker_id - 1}"
             stack.spawn(f"broker-{broker_id}", [
                 "broker", "--zookeeper", connect, "--broker-id", str(broker_id),
-                "--listen", listen,
+                "--listen", listen, "--session-timeout-ms", str(args.session_timeout_ms),
             ])  # fmt: skip
         if not _wait_for_brokers(connect, args.brokers):
             print(f"stack: brokers did not register; see {stack.logs}", file=sys.stderr)
@@ -175,8 +183,10 @@ Look around (in another terminal):
   .venv/bin/zk-controller topics describe {args.topic or ""}
   .venv/bin/zk-controller brokers list
   curl -s http://{metrics_host}/metrics | grep kafka_controller_
-Kill a broker and watch leadership move:
-  kill <pid of a broker>; .venv/bin/zk-controller topics describe
+Kill a broker and watch leadership move (kill -9 is noticed after the {args.session_timeout_ms} ms
+session timeout; a plain kill at once):
+  kill <pid of a broker>; .venv/bin/zk-controller topics describe {args.topic or ""}
+  grep BrokerChange {var_dir}/controller-0/state-change.log
 Ctrl-C here stops everything.
 """,
         flush=True,
