@@ -244,7 +244,13 @@ class ReplicaStateMachine:
     ) -> tuple[dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception], list[TopicPartition]]:
         ctx = self._ctx
         finished: dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception] = {}
-        raw = self.ctl.gateway.get_partition_states_raw(partitions)
+        try:
+            raw = self.ctl.gateway.get_partition_states_raw(partitions)
+        except Exception as exc:
+            # Kafka's getTopicPartitionStatesFromZk: a failed read fails these partitions
+            # only. Letting it escape would abort the whole call and discard the batch (the
+            # StopReplica requests, the other replicas' transitions).
+            return dict.fromkeys(partitions, exc), []
         unchanged: dict[TopicPartition, LeaderAndIsr] = {}
         adjusted: dict[TopicPartition, LeaderAndIsr] = {}
         for tp in partitions:
