@@ -148,11 +148,12 @@ def run(args: argparse.Namespace) -> int:
             created = subprocess.run(
                 [*CLI, "topics", "create", args.topic, "--zookeeper", connect,
                  "--partitions", str(args.partitions),
-                 "--replication-factor", str(min(args.replication_factor, args.brokers))],
+                 "--replication-factor", str(min(args.replication_factor, args.brokers)),
+                 "--if-not-exists"],
                 capture_output=True, text=True, check=False,
             )  # fmt: skip
             message = (created.stdout + created.stderr).strip()
-            if created.returncode != 0 and "already exists" not in message:
+            if created.returncode != 0:
                 print(f"stack: could not create the demo topic: {message}", file=sys.stderr)
         _print_guide(args, connect, var_dir, stack)
         while not stop["now"] and all(p.poll() is None for _, p in stack.children[:1]):
