@@ -282,7 +282,18 @@ class ControllerBrokerRequestBatch:
 
         def on_response(response: object) -> None:
             result = convert.parse_stop_replica_response(response)
-            errors = {tp: result.partition_errors.get(tp, Errors.NONE) for tp in watched}
+            if result.error_code != Errors.NONE:
+                # A request-level error fails every partition of the request (the broker sends
+                # no per-partition errors then); the handler reads the top-level code.
+                errors = dict.fromkeys(watched, result.error_code)
+            else:
+                # Kafka reports only the partitions the broker answered for: a partition
+                # missing from the response is neither deleted nor failed yet.
+                errors = {
+                    tp: code for tp, code in result.partition_errors.items() if tp in watched
+                }
+            if not errors:
+                return
             put(
                 TopicDeletionStopReplicaResponseReceived(
                     replica_id=broker_id,
