@@ -16,21 +16,39 @@ from typing import TypeVar
 
 from controller.zk import paths
 from controller.zk.errors import BadVersionError, ControllerMovedError, RolledBackError, ZkError
-from controller.zk.port import Check, Op, OpResult, ZkPort
+from controller.zk.port import Check, Create, Op, OpResult, SetData, ZkPort
 
 K = TypeVar("K", bound=Hashable)
 
-# Ops per multi. ZooKeeper's default jute.maxbuffer (1 MiB) bounds a request; partition
-# states are ~80 bytes, so a few hundred ops stay far below it.
+# Ops per multi: enough to amortise the round trip and the check op over many writes.
 DEFAULT_OPS_PER_MULTI = 200
+# Bytes per multi. ZooKeeper's default jute.maxbuffer (1 MiB - 1) bounds a whole request;
+# a larger one makes the server drop the connection, which the port resends until its
+# deadline. Partition states are ~80 bytes, but a topic znode holds every partition's
+# replicas (tens of KiB for thousands of partitions), so the op count alone is no bound.
+# Half the limit leaves room for the framing this estimate leaves out.
+DEFAULT_BYTES_PER_MULTI = 512 * 1024
+_OP_OVERHEAD = 32  # per-op framing: multi header, op type, version, flags, ACL
+
+
+def op_size(op: Op) -> int:
+    """An estimate of the op's share of a multi request, in bytes."""
+    data = op.data if isinstance(op, Create | SetData) else None
+    return _OP_OVERHEAD + len(op.path.encode()) + (len(data) if data else 0)
 
 
 class FencedWriter:
     """Runs items (each a short list of ops) in fenced multis at a given epoch zkVersion."""
 
-    def __init__(self, port: ZkPort, ops_per_multi: int = DEFAULT_OPS_PER_MULTI) -> None:
+    def __init__(
+        self,
+        port: ZkPort,
+        ops_per_multi: int = DEFAULT_OPS_PER_MULTI,
+        bytes_per_multi: int = DEFAULT_BYTES_PER_MULTI,
+    ) -> None:
         self._port = port
         self._ops_per_multi = ops_per_multi
+        self._bytes_per_multi = bytes_per_multi
 
     def run(
         self, items: Mapping[K, Sequence[Op]], epoch_zk_version: int
@@ -56,15 +74,24 @@ class FencedWriter:
         return self.run({0: ops}, epoch_zk_version)[0]
 
     def _pack(self, items: list[tuple[K, list[Op]]]) -> list[list[tuple[K, list[Op]]]]:
+        """Consecutive items per multi, within both the op and the byte budget.
+
+        An item over a budget on its own still gets a multi of its own: its ops must be
+        atomic, and the server is the judge of what it accepts.
+        """
         batches: list[list[tuple[K, list[Op]]]] = []
         current: list[tuple[K, list[Op]]] = []
-        size = 0
+        count = size = 0
         for key, ops in items:
-            if current and size + len(ops) > self._ops_per_multi:
+            item_size = sum(op_size(op) for op in ops)
+            if current and (
+                count + len(ops) > self._ops_per_multi or size + item_size > self._bytes_per_multi
+            ):
                 batches.append(current)
-                current, size = [], 0
+                current, count, size = [], 0, 0
             current.append((key, ops))
-            size += len(ops)
+            count += len(ops)
+            size += item_size
         if current:
             batches.append(current)
         return batches

@@ -511,6 +511,26 @@ def test_fenced_writer_split_and_retry(gw: ZkGateway, port: InstrumentedPort, ep
     port.delete(paths.BROKERS_TOPICS, recursive=True)  # pipelined: a fast fixture teardown
 
 
+def test_fenced_multis_stay_under_jute_maxbuffer(
+    gw: ZkGateway, port: InstrumentedPort, epoch: int
+) -> None:
+    """Topic znodes are big: rewriting many (topic ids at failover) must not send a multi
+    over ZooKeeper's 1 MiB request limit, which makes the server drop the connection."""
+    partitions = {p: ReplicaAssignment.of([1, 2, 3]) for p in range(2000)}
+    topics = [TopicAssignment(f"big{i}", None, partitions) for i in range(40)]
+    for t in topics:
+        port.create(paths.topic_path(t.topic), codecs.encode_topic_assignment(t), makepath=True)
+    with_ids = [TopicAssignment(t.topic, TOPIC_ID, partitions) for t in topics]
+    port.transactions.clear()
+    assert gw.set_topic_assignments(with_ids, epoch) == {t.topic: None for t in topics}
+    payloads = [
+        sum(len(op.path) + len(getattr(op, "data", None) or b"") for op in ops)
+        for ops in port.transactions
+    ]
+    assert sum(payloads) > 1024 * 1024 and max(payloads) < 1024 * 1024
+    assert gw.get_topic_assignments([t.topic for t in topics]) == {t.topic: t for t in with_ids}
+
+
 def test_batched_state_reads_equal_single_reads(
     gw: ZkGateway, port: InstrumentedPort, epoch: int
 ) -> None:
