@@ -228,8 +228,9 @@ class ControllerBrokerRequestBatch:
         return on_response
 
     def _send_update_metadata(self, controller_epoch: int) -> None:
-        if not self.update_metadata_brokers:
-            return
+        # No early return when no broker is targeted: both maps must be emptied on every send
+        # (as Kafka does), or partition states queued now would ride along, stale, in a later
+        # batch's UpdateMetadata.
         ctx = self.context
         live = ctx.live_or_shutting_down_brokers()
         targets = sorted(self.update_metadata_brokers & ctx.live_or_shutting_down_broker_ids())
