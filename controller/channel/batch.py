@@ -236,10 +236,12 @@ class ControllerBrokerRequestBatch:
         targets = sorted(self.update_metadata_brokers & ctx.live_or_shutting_down_broker_ids())
         put = self._put
         for broker_id in targets:
+            broker_epoch = self._epoch_of(broker_id)
+            assert broker_epoch is not None  # targets are live-or-shutting-down
             request = convert.update_metadata_request(
                 controller_id=self.controller_id,
                 controller_epoch=controller_epoch,
-                broker_epoch=self._epoch_of(broker_id) or -1,
+                broker_epoch=broker_epoch,
                 partitions=self.update_metadata_partitions,
                 topic_ids=ctx.topic_ids,
                 live_brokers=live,
