@@ -383,7 +383,14 @@ class PartitionStateMachine:
             else:
                 need_config.setdefault(tp.topic, []).append(tp)
         if need_config:
-            configs = self.ctl.gateway.get_topic_configs(need_config)
+            configs: dict[str, dict[str, str] | Exception]
+            try:
+                configs = self.ctl.gateway.get_topic_configs(need_config)
+            except Exception as exc:
+                # Kafka's getLogConfigs: a thrown read fails these topics only. Escaping here
+                # would fail the whole call and discard the batch, including the LeaderAndIsr
+                # of partitions already initialised or elected (and written) in this call.
+                configs = dict.fromkeys(need_config, exc)
             default = self.ctl.config.unclean_leader_election_enable
             for topic, tps in need_config.items():
                 config = configs.get(topic)
