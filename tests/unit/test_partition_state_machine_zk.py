@@ -30,7 +30,7 @@ from controller.core.model import (
     TopicPartition,
 )
 from controller.zk import codecs, paths
-from controller.zk.errors import ControllerMovedError
+from controller.zk.errors import ConnectionLossError, ControllerMovedError
 from tests.harness import ControllerHarness, leadership, touches
 
 BROKER = 5
@@ -380,3 +380,28 @@ def test_state_znode_with_an_unknown_format_fails_that_partition_only(
     assert isinstance(results[TP], Exception)
     assert results[good] == LeaderAndIsr(BROKER, 1, (BROKER,), partition_epoch=1)
     assert h.ctx.partition_state(TP) is Offline and h.ctx.partition_state(good) is Online
+
+
+def test_failed_topic_config_read_fails_only_the_elections_that_need_it(
+    h: ControllerHarness,
+) -> None:
+    """Kafka's getLogConfigs turns a thrown read into a per-topic failure: the partition
+    that needs the unclean setting fails, the others in the same call are still elected,
+    written and announced."""
+    clean, unclean = TopicPartition("t", 1), TopicPartition("u", 0)
+    h.set_live_brokers([BROKER])
+    h.create_topic("t", {0: [BROKER], 1: [BROKER]})
+    h.create_topic("u", {0: [6, BROKER]})
+    h.ctx.put_partition_state(TP, New)
+    for tp, isr in ((clean, (BROKER,)), (unclean, (6,))):
+        h.ctx.put_partition_state(tp, Offline)
+        h.set_leadership(tp, -1, isr)
+    h.port.fail("get_many", ConnectionLossError("injected"), when=touches("/config/topics"))
+
+    results = h.psm.handle_state_changes([TP, clean, unclean], Online, OFFLINE_STRATEGY)
+
+    assert isinstance(results[unclean], ConnectionLossError)
+    assert results[clean] == LeaderAndIsr(BROKER, 1, (BROKER,), partition_epoch=1)
+    assert [h.ctx.partition_state(tp) for tp in (TP, clean, unclean)] == [Online, Online, Offline]
+    assert set(h.channel.only(BROKER, LAI).partitions()) == {TP, clean}
+    assert h.zk_state(unclean) == lice(-1, (6,))
