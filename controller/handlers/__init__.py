@@ -4,6 +4,13 @@
 - ``membership``    broker registration changes (new, dead, bounced, modified brokers)
 - ``topics``        topic and partition creation, topic ids
 - ``responses``     broker responses (log-dir failures via LeaderAndIsr responses)
+- ``isr``           ISR changes: the AlterPartition RPC and ``/isr_change_notification``
+- ``log_dirs``      log-dir failures announced in ``/log_dir_event_notification``
+- ``reassignment``  partition reassignment (``/admin/reassign_partitions`` and the admin API)
+- ``deletion``      topic deletion (``/admin/delete_topics``, StopReplica responses)
+- ``elections``     preferred/unclean elections (ZooKeeper and admin API), auto rebalance
+- ``shutdown``      controlled shutdown of a broker
+- ``config_changes`` the ``/config/changes`` watch (a topic's unclean election turned on)
 
 Each handler class exposes ``handlers()``: a map from event type to the method handling it.
 Handlers that add steps to the end of controller failover call
@@ -21,8 +28,25 @@ if TYPE_CHECKING:
 
 
 def all_handlers(ctl: Controller) -> list[Any]:
+    from controller.handlers.config_changes import ConfigChanges
+    from controller.handlers.deletion import TopicDeletionHandler
+    from controller.handlers.elections import LeaderElections
     from controller.handlers.membership import BrokerMembership
+    from controller.handlers.reassignment import PartitionReassignments
     from controller.handlers.responses import BrokerResponses
+    from controller.handlers.shutdown import ControlledShutdownHandler
     from controller.handlers.topics import Topics
 
-    return [ctl.election, BrokerMembership(ctl), Topics(ctl), BrokerResponses(ctl)]
+    return [
+        ctl.election,
+        BrokerMembership(ctl),
+        Topics(ctl),
+        BrokerResponses(ctl),
+        # Failover hooks run in this order: reassignments (Kafka's step 10), deletions (11),
+        # then LeaderElections' pending preferred elections and auto rebalance (12-13).
+        PartitionReassignments(ctl),
+        TopicDeletionHandler(ctl),
+        LeaderElections(ctl),
+        ControlledShutdownHandler(ctl),
+        ConfigChanges(ctl),
+    ]

@@ -1,0 +1,229 @@
+"""Topic config changes (``/config/changes``) that matter to the controller: a topic's
+``unclean.leader.election.enable`` turning true.
+
+In Kafka the *brokers* watch ``/config/changes`` (``ZkNodeChangeNotificationListener``), apply
+topic configs, and call ``KafkaController.enableTopicUncleanLeaderElection(topic)`` when the
+topic's config says ``unclean.leader.election.enable=true``. This controller has no broker
+inside it, so it watches the notifications itself, the way Kafka's listener does:
+
+* admin tools (``kafka-configs.sh``, ``zk-controller topics alter``) write the config to
+  ``/config/topics/T`` and then a sequential ``/config/changes/config_change_NNNNNNNNNN`` with
+  ``{"version":2,"entity_path":"topics/T"}`` (or the older
+  ``{"version":1,"entity_type":"topics","entity_name":"T"}``);
+* on a child change, the notifications with a sequence number above the last one seen are read
+  in order; each named topic's config is re-read, and when its *effective* setting (the topic
+  override, else the controller's ``unclean.leader.election.enable``) is true and was not known
+  to be true, ``TopicUncleanLeaderElectionEnable(topic)`` is queued;
+* notifications seen more than 15 minutes ago are deleted, like Kafka's listener does
+  (``changeExpirationMs``), so the path does not grow forever without Kafka brokers around.
+
+At failover every notification present is read (the listener starts with no "last seen"),
+so a change made while no controller was active is not missed; re-triggering elections for a
+topic is harmless (only partitions that still have no leader are retried).
+
+A malformed notification or config is logged with its path and problem and skipped; it never
+stops the processing of the others.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import structlog
+
+from controller.core.controller_state import ControllerState
+from controller.core.events import ControllerEvent, TopicUncleanLeaderElectionEnable
+from controller.zk import paths
+from controller.zk.errors import MalformedZnodeError, NoNodeError, ZkError
+from controller.zk.watches import ZNodeChildChangeHandler
+
+if TYPE_CHECKING:
+    from controller.core.controller import Controller
+
+log = structlog.get_logger("controller.config_changes")
+
+UNCLEAN_CONFIG = "unclean.leader.election.enable"
+#: Kafka's ``ZkNodeChangeNotificationListener.changeExpirationMs`` (15 minutes).
+CHANGE_EXPIRATION_S = 15 * 60.0
+TOPICS_ENTITY = "topics"
+
+
+@dataclass(eq=False)
+class ConfigChangeNotification(ControllerEvent):
+    """The children of ``/config/changes`` changed (a config was altered)."""
+
+    # Kafka processes these on the brokers' config listener thread, not the controller's;
+    # the metric bucket is the one of the event this usually leads to.
+    state: ClassVar[ControllerState] = ControllerState.TopicUncleanLeaderElectionEnable
+
+
+def decode_config_change(data: bytes | None, path: str) -> tuple[str, str]:
+    """(entity type, entity name) of a notification, in either of Kafka's two formats.
+
+    ``entity_path`` ``"users/u/clients/c"`` gives ``("users", "u/clients/c")``.
+    """
+    try:
+        obj = json.loads(data or b"")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedZnodeError(path, f"invalid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise MalformedZnodeError(path, f"expected a JSON object, got {type(obj).__name__}")
+    version = obj.get("version")
+    if version == 2:
+        entity_path = obj.get("entity_path")
+        if not isinstance(entity_path, str) or "/" not in entity_path:
+            raise MalformedZnodeError(
+                path, f"entity_path must be '<type>/<name>', got {entity_path!r}"
+            )
+        entity_type, _, name = entity_path.partition("/")
+    elif version == 1:
+        entity_type, name = obj.get("entity_type"), obj.get("entity_name")
+        if not isinstance(entity_type, str) or not isinstance(name, str):
+            raise MalformedZnodeError(path, "version 1 needs string entity_type and entity_name")
+    else:
+        raise MalformedZnodeError(path, f"unsupported version {version!r} (expected 1 or 2)")
+    if not entity_type or not name:
+        raise MalformedZnodeError(path, "empty entity type or name")
+    return entity_type, name
+
+
+def sequence_number(name: str) -> int | None:
+    """The sequence number of ``config_change_0000000042``; None for any other child."""
+    if not name.startswith(paths.CONFIG_CHANGE_PREFIX):
+        return None
+    digits = name[len(paths.CONFIG_CHANGE_PREFIX) :]
+    return int(digits) if digits.isascii() and digits.isdigit() else None
+
+
+def unclean_enabled(config: dict[str, str], default: bool) -> bool:
+    """The effective setting: the topic override (``"true"`` in any case), else the default."""
+    value = config.get(UNCLEAN_CONFIG)
+    return default if value is None else value.strip().lower() == "true"
+
+
+class ConfigChanges:
+    def __init__(self, ctl: Controller, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ctl = ctl
+        self._clock = clock
+        self._last_seen = -1
+        # Notification name -> when this controller first saw it (for the purge).
+        self._first_seen: dict[str, float] = {}
+        # Topics whose effective unclean setting was true when last read.
+        self._unclean_topics: set[str] = set()
+        ctl.election.add_failover_hook(self.start)
+
+    def handlers(self) -> dict[type, Any]:
+        return {ConfigChangeNotification: lambda e: self.process_config_changes()}
+
+    def start(self) -> None:
+        """Failover: watch ``/config/changes`` and read every notification present."""
+        self._last_seen = -1
+        self._unclean_topics.clear()
+        self._first_seen.clear()
+        self.ctl.gateway.register_child_handler(
+            ZNodeChildChangeHandler(
+                paths.CONFIG_CHANGES, lambda: self.ctl.put(ConfigChangeNotification())
+            )
+        )
+        self.process_config_changes()
+
+    def process_config_changes(self) -> None:
+        ctl = self.ctl
+        if not ctl.is_active:
+            # Left over from a previous term: drop the handler, so nothing re-arms the watch.
+            ctl.gateway.unregister_child_handler(paths.CONFIG_CHANGES)
+            return
+        children = ctl.gateway.get_children(paths.CONFIG_CHANGES)  # re-arms the watch
+        numbered = sorted(
+            (seq, name) for name in children if (seq := sequence_number(name)) is not None
+        )
+        fresh = [(seq, name) for seq, name in numbered if seq > self._last_seen]
+        topics: list[str] = []
+        if fresh:
+            change_paths = [f"{paths.CONFIG_CHANGES}/{name}" for _, name in fresh]
+            for result in ctl.gateway.port.get_many(change_paths):
+                if isinstance(result.error, NoNodeError):
+                    continue  # purged meanwhile
+                if result.error is not None:
+                    log.warning(
+                        "cannot read config change notification",
+                        path=result.path,
+                        error=str(result.error),
+                    )
+                    continue
+                try:
+                    entity_type, name = decode_config_change(result.data, result.path)
+                except MalformedZnodeError as exc:
+                    log.warning(
+                        "ignoring malformed config change notification",
+                        path=exc.path,
+                        problem=exc.problem,
+                    )
+                    continue
+                if entity_type == TOPICS_ENTITY and name not in topics:
+                    topics.append(name)
+            self._last_seen = fresh[-1][0]
+        if topics:
+            self._check_unclean(topics)
+        self._purge_obsolete(numbered)
+
+    def _check_unclean(self, topics: list[str]) -> None:
+        ctl = self.ctl
+        default = ctl.config.unclean_leader_election_enable
+        for topic, config in ctl.gateway.get_topic_configs(topics).items():
+            if isinstance(config, Exception):
+                problem = config.problem if isinstance(config, MalformedZnodeError) else config
+                log.warning(
+                    "cannot read topic config after a change notification",
+                    topic=topic,
+                    path=paths.topic_config_path(topic),
+                    error=str(problem),
+                )
+                continue
+            enabled = unclean_enabled(config, default)
+            if enabled and topic not in self._unclean_topics:
+                log.info(
+                    "unclean leader election is now enabled for a topic",
+                    topic=topic,
+                    source="topic config" if UNCLEAN_CONFIG in config else "controller default",
+                )
+                ctl.put(TopicUncleanLeaderElectionEnable(topic=topic))
+            if enabled:
+                self._unclean_topics.add(topic)
+            else:
+                self._unclean_topics.discard(topic)
+
+    def _purge_obsolete(self, numbered: list[tuple[int, str]]) -> None:
+        """Delete notifications first seen more than Kafka's 15 minutes ago (unfenced, as
+        Kafka's brokers do).
+
+        Kafka's listener compares the znode's ctime; the port's stat has no ctime, so the time
+        this controller first saw the notification stands in for it. A notification therefore
+        lives at least 15 minutes, as in Kafka, for any other reader of the path.
+        """
+        now = self._clock()
+        present = {name for _, name in numbered}
+        for name in list(self._first_seen):
+            if name not in present:
+                del self._first_seen[name]  # deleted by someone else
+        for _, name in numbered:
+            self._first_seen.setdefault(name, now)
+        port = self.ctl.gateway.port
+        for _, name in numbered:
+            if now - self._first_seen[name] <= CHANGE_EXPIRATION_S:
+                break  # sequential: every later notification is newer
+            path = f"{paths.CONFIG_CHANGES}/{name}"
+            try:
+                port.delete(path)
+            except NoNodeError:
+                pass
+            except ZkError as exc:
+                log.warning(
+                    "cannot purge an old config change notification", path=path, error=str(exc)
+                )
+                continue
+            del self._first_seen[name]
