@@ -17,6 +17,8 @@ observable behaviour as ``KazooPort`` on a real server:
   on a missing node) firing on CREATED/CHANGED/DELETED; ``get_children`` arms a child watch
   firing on CHILD and on DELETED of the node itself. The same callback armed twice on a path
   fires once. A read of a missing node with ``get``/``get_children`` arms nothing.
+- Malformed paths raise ``ValueError`` (stricter than the server, which answers NoNode to a
+  read and BadArguments to a write).
 - Connection faults mirror kazoo: ``disconnect`` drops the session's watches (each gets a
   NONE event) and reports SUSPENDED; ``expire`` additionally deletes the ephemerals, reports
   LOST and, like kazoo, reconnects with a new session id (CONNECTED). While disconnected,
@@ -74,6 +76,7 @@ Dispatcher = Callable[[Callable[[], None]], None]
 log = structlog.get_logger("zkctl.zk.memory")
 
 _FIRST_SESSION_ID = 0x0100_0000_0000_0000  # shaped like a real id; any positive int64 works
+RECURSIVE_DELETE_BATCH = 1000  # deletes per transaction, as KazooPort batches them
 
 
 def run_now(thunk: Callable[[], None]) -> None:

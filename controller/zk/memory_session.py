@@ -19,6 +19,7 @@ from controller.zk.errors import (
     ZkError,
 )
 from controller.zk.memory import (
+    RECURSIVE_DELETE_BATCH,
     MemoryZooKeeper,
     _depth_first,
     _guarded,
@@ -122,8 +123,9 @@ class MemoryZkSession:
         return self._chroot if path == "/" else self._chroot + path
 
     def _unchroot(self, path: str) -> str:
-        if self._chroot and path.startswith(self._chroot):
-            return path[len(self._chroot) :] or "/"
+        chroot = self._chroot
+        if chroot and (path == chroot or path.startswith(chroot + "/")):
+            return path[len(chroot) :] or "/"
         return path
 
     def _live(self) -> MemoryZooKeeper:
@@ -295,10 +297,16 @@ class MemoryZkSession:
                 return
             if version != -1 and version != node.version:
                 raise BadVersionError(path=path)
-            for victim in _depth_first(zk, apath):
-                txn = _Txn(zk._zxid + 1)  # one write per node, as a client would send them
-                zk._apply_delete(txn, victim, version if victim == apath else -1)
+            *victims, _ = _depth_first(zk, apath)
+            # Batched as KazooPort sends them: multis of descendants, then the node itself.
+            for start in range(0, len(victims), RECURSIVE_DELETE_BATCH):
+                txn = _Txn(zk._zxid + 1)
+                for victim in victims[start : start + RECURSIVE_DELETE_BATCH]:
+                    zk._apply_delete(txn, victim, -1)
                 zk._commit(txn)
+            txn = _Txn(zk._zxid + 1)
+            zk._apply_delete(txn, apath, version)
+            zk._commit(txn)
         self._zk._flush()
 
     def ensure_path(self, path: str) -> None:

@@ -11,10 +11,12 @@ triggered and awaited; any duplicate of the first event would have been delivere
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import random
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -559,7 +561,10 @@ def test_unreachable_server_raises_connection_loss_at_the_deadline(zk_standalone
     assert states.next() is SessionState.CONNECTED
     session = port.session_id
     port.create("/x", b"1")
+    pid = zk_standalone.pid
+    assert pid is not None
     zk_standalone.freeze()
+    _wait_stopped(pid)  # SIGSTOP is asynchronous: a reply may still slip out
     try:
         started = time.monotonic()
         with pytest.raises(ConnectionLossError):
@@ -567,19 +572,37 @@ def test_unreachable_server_raises_connection_loss_at_the_deadline(zk_standalone
         assert time.monotonic() - started < 5.0  # bounded by the deadline, never hangs
     finally:
         zk_standalone.thaw()
-    assert _eventually(lambda: port.get("/x")[0] == b"1")
+    _eventually(lambda: port.get("/x")[0] == b"1")
     assert port.session_id == session  # a connection hiccup is not a new session
     port.stop()
 
 
-def _eventually(check: Callable[[], bool], timeout: float = WAIT) -> bool:
+def _wait_stopped(pid: int, timeout: float = WAIT) -> None:
+    """Until every thread of ``pid`` is stopped (Linux /proc; elsewhere a short pause)."""
+    tasks = Path(f"/proc/{pid}/task")
+    if not tasks.is_dir():
+        time.sleep(0.5)
+        return
     deadline = time.monotonic() + timeout
-    while True:
+    while time.monotonic() < deadline:
+        states = []
+        for stat in tasks.glob("*/stat"):
+            with contextlib.suppress(OSError):  # a thread may exit meanwhile
+                states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
+        if states and all(state in "Tt" for state in states):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} did not stop within {timeout}s")
+
+
+def _eventually(check: Callable[[], bool], timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
         try:
             if check():
-                return True
-        except ConnectionLossError:
-            pass
-        if time.monotonic() > deadline:
-            return False
+                return
+        except ConnectionLossError as exc:
+            last = exc
         time.sleep(0.1)
+    raise AssertionError(f"not true within {timeout}s (last connection loss: {last!r})")
