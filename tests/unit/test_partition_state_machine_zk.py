@@ -405,3 +405,27 @@ def test_failed_topic_config_read_fails_only_the_elections_that_need_it(
     assert [h.ctx.partition_state(tp) for tp in (TP, clean, unclean)] == [Online, Online, Offline]
     assert set(h.channel.only(BROKER, LAI).partitions()) == {TP, clean}
     assert h.zk_state(unclean) == lice(-1, (6,))
+
+
+def test_failed_state_write_fails_only_those_elections(h: ControllerHarness) -> None:
+    """Kafka's updateLeaderAndIsr turns a thrown write (not ControllerMoved) into a failure of
+    the partitions it was writing; a partition initialised in the same call still goes
+    Online and its broker still gets the LeaderAndIsr (the state znode exists by then)."""
+    elected = TopicPartition("e", 0)
+    h.set_live_brokers([BROKER])
+    h.create_topic("t", {0: [BROKER]})
+    h.create_topic("e", {0: [BROKER]})
+    h.ctx.put_partition_state(TP, New)
+    h.ctx.put_partition_state(elected, Offline)
+    before = h.set_leadership(elected, -1, [BROKER])
+    h.port.fail(
+        "multi_many", ConnectionLossError("injected"), when=touches(paths.state_path(elected))
+    )
+
+    results = h.psm.handle_state_changes([TP, elected], Online, OFFLINE_STRATEGY)
+
+    assert set(results) == {elected} and isinstance(results[elected], ConnectionLossError)
+    assert h.zk_state(elected) == before
+    assert h.ctx.partition_state(elected) is Offline
+    assert h.ctx.partition_state(TP) is Online
+    assert h.channel.only(BROKER, LAI).partitions() == [TP]

@@ -367,3 +367,25 @@ def test_startup_sends_leader_and_isr_to_online_replicas_and_shrinks_offline_one
     first, second = h.channel.requests(BROKER, LAI)
     assert first.leader_and_isr(TP)[0] == lice(BROKER, (BROKER, OTHER))
     assert second.leader_and_isr(TP)[0] == shrunk
+
+
+def test_failed_isr_write_fails_only_that_replica(h: ControllerHarness) -> None:
+    """Kafka's updateLeaderAndIsr turns a thrown write into a failure of those partitions;
+    the other brokers' replicas in the same call still go offline."""
+    other_tp = TopicPartition("o", 0)
+    h.set_live_brokers([BROKER, OTHER, 7])
+    h.create_topic("t", {0: [BROKER, 7]})
+    h.create_topic("o", {0: [OTHER, 7]})
+    online(h, REPLICA, PartitionAndReplica(other_tp, OTHER))
+    before = h.set_leadership(TP, 7, [7, BROKER])
+    h.set_leadership(other_tp, 7, [7, OTHER])
+    h.port.fail("multi_many", ConnectionLossError("injected"), when=touches(STATE_PATH))
+
+    offline(h, REPLICA, PartitionAndReplica(other_tp, OTHER))
+
+    assert h.zk_state(TP) == before
+    assert h.ctx.replica_state(REPLICA) is OnlineReplica
+    assert h.zk_state(other_tp) == lice(7, (7,), leader_epoch=1, partition_epoch=1)
+    assert h.ctx.replica_state(PartitionAndReplica(other_tp, OTHER)) is OfflineReplica
+    assert h.channel.only(7, LAI).partitions() == [other_tp]
+    assert h.channel.only(BROKER, SR).partitions() == [TP]
