@@ -42,14 +42,18 @@ class ControllerDaemon:
         if configure_logs:
             configure_logging(config.log_level, config.log_format)
         self.state_change_log = StateChangeLog(config.state_change_log_file, config.controller_id)
-        self.metrics = ControllerMetrics()
+        self.metrics = ControllerMetrics(controller_id=config.controller_id)
         self.port = KazooPort(
-            config.zookeeper_connect, session_timeout=config.zookeeper_session_timeout_ms / 1000
+            config.zookeeper_connect,
+            session_timeout=config.zookeeper_session_timeout_ms / 1000,
+            observer=self.metrics,
         )
+        self.metrics.set_session_state_source(lambda: self.port.state.value)
         self.channel = ControllerChannelManager(
             config.controller_id,
             config.broker_listener_name,
             request_timeout_s=max(config.request_timeout_ms, 1) / 1000,
+            metrics_hooks=self.metrics,
         )
         self.controller = Controller(
             config,
@@ -83,6 +87,7 @@ class ControllerDaemon:
         follow_active_state(self.grpc, self.controller)
         self.grpc.start()
         self.port.add_session_listener(self._on_session_state)
+        self.port.add_session_listener(self.metrics.on_session_state)
         self._register_endpoint()
         self.controller.startup()
         log.info(

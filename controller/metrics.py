@@ -10,6 +10,12 @@ come from an immutable ``ControllerMetricsSnapshot`` that the event thread publi
 they read 0 unless the snapshot says this controller is active; ``active_controller_count``,
 ``controller_state`` and ``zk_migration_state`` are reported regardless.
 
+Beyond Kafka's controller metrics: the channel's per-broker queues (Kafka's
+``ControllerChannelManager`` group, label ``broker_id``), send latency per broker and request,
+ZooKeeper request latency and batch sizes (from ``KazooPort``'s observer hook), the ZooKeeper
+session state, leader elections by type and ``build_info``. The channel and ZooKeeper hooks are
+methods of ``ControllerMetrics`` itself, so one object is handed to every component.
+
 Kafka clears ``EventQueueTimeMs`` after 300 s with an empty queue so its sampled percentiles
 reflect recent events. That is not done here: a Prometheus histogram is cumulative and
 recency comes from ``rate()`` over a window in the query; clearing would only show up as a
@@ -18,7 +24,9 @@ counter reset.
 
 from __future__ import annotations
 
+import contextlib
 import platform
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import metadata
@@ -40,6 +48,25 @@ DURATION_BUCKETS: tuple[float, ...] = (
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
     1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 )  # fmt: skip
+
+# ZooKeeper round trips on a LAN or loopback are sub-millisecond; a slow ensemble takes seconds.
+ZK_LATENCY_BUCKETS: tuple[float, ...] = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0, 30.0,
+)  # fmt: skip
+# Ops per multi, paths per batched read: from single writes to 100K-partition failovers.
+BATCH_SIZE_BUCKETS: tuple[float, ...] = (
+    1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 50000, 100000,
+)  # fmt: skip
+
+#: The election types (``controller.core.election.ElectionKind``), one counter series each.
+ELECTION_TYPES: tuple[str, ...] = (
+    "offline", "offline_unclean", "reassign", "preferred", "controlled_shutdown",
+)  # fmt: skip
+#: ZooKeeper session states, as ``controller.zk.port.SessionState`` values.
+SESSION_STATES: tuple[str, ...] = ("connected", "suspended", "lost")
+#: The controller-to-broker requests (``channel.sender.RequestKind`` values).
+REQUEST_KINDS: tuple[str, ...] = ("LeaderAndIsr", "UpdateMetadata", "StopReplica")
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,23 +193,83 @@ class _ContextGauges(Collector):
         return families
 
 
+class _LiveGauges(Collector):
+    """Gauges read from live sources at scrape time: channel queues and the ZooKeeper session."""
+
+    def __init__(self, owner: ControllerMetrics) -> None:
+        self._owner = owner
+
+    def describe(self) -> Iterable[Metric]:
+        return self._families({}, None, None)
+
+    def collect(self) -> Iterable[Metric]:
+        owner = self._owner
+        return self._families(owner.read_queue_sizes(), owner.read_session_state(),
+                              owner.controller_id)  # fmt: skip
+
+    @staticmethod
+    def _families(
+        queues: dict[int, int], session: str | None, controller_id: int | None
+    ) -> list[Metric]:
+        per_broker = GaugeMetricFamily(
+            PREFIX + "channel_queue_size",
+            "Requests queued for one broker, excluding the one in flight (Kafka's QueueSize).",
+            labels=("broker_id",),
+        )
+        for broker_id, size in sorted(queues.items()):
+            per_broker.add_metric((str(broker_id),), size)
+        # The enum pattern (one 0/1 series per state): alerts select {state="connected"}.
+        session_family = GaugeMetricFamily(
+            PREFIX + "zookeeper_session_state",
+            "State of this process's ZooKeeper session: the series of the current state is 1.",
+            labels=("state",),
+        )
+        for state in SESSION_STATES:
+            session_family.add_metric((state,), 1 if state == session else 0)
+        families: list[Metric] = [
+            per_broker,
+            GaugeMetricFamily(
+                PREFIX + "channel_total_queue_size",
+                "Requests queued for all brokers (Kafka's TotalQueueSize).",
+                value=sum(queues.values()),
+            ),
+            session_family,
+        ]
+        if controller_id is not None:
+            families.append(
+                GaugeMetricFamily(
+                    PREFIX + "controller_id", "controller.id of this process.", value=controller_id
+                )
+            )
+        return families
+
+
 class ControllerMetrics:
     """All metrics of one controller instance, on its own registry.
 
     Observer methods match the event manager's hooks: ``observe_event_queue_time`` is an
-    ``on_queue_time`` and ``observe_event_processing`` an ``on_processed`` callback.
+    ``on_queue_time`` and ``observe_event_processing`` an ``on_processed`` callback. It is also
+    the channel's ``ChannelMetricsHooks`` (``broker_added``, ``broker_removed``,
+    ``request_dequeued``, ``request_sent``) and ``KazooPort``'s observer
+    (``zookeeper_request``, ``zookeeper_batch``).
     """
 
     def __init__(
         self,
         *,
+        controller_id: int | None = None,
         state_source: Callable[[], ControllerState] | None = None,
         queue_size_source: Callable[[], int] | None = None,
+        session_state_source: Callable[[], str] | None = None,
     ) -> None:
+        self.controller_id = controller_id
         self._registry = _Registry()
         self._snapshot = INACTIVE
         self._state_source = state_source
         self._queue_size_source = queue_size_source
+        self._session_state_source = session_state_source
+        self._broker_queues: dict[int, Callable[[], int]] = {}
+        self._broker_lock = threading.Lock()
         r = self._registry
         self._queue_time = Histogram(
             PREFIX + "event_queue_time_seconds",
@@ -215,10 +302,53 @@ class ControllerMetrics:
             "ZooKeeper sessions of this process that expired.",
             registry=r,
         )
+        self._elections = Counter(
+            PREFIX + "leader_elections_total",
+            "Partition leaders elected by this controller, by election type.",
+            labelnames=("type",),
+            registry=r,
+        )
+        for kind in ELECTION_TYPES:
+            self._elections.labels(type=kind)
+        self._disconnects = Counter(
+            PREFIX + "zookeeper_disconnects_total",
+            "Times this process's ZooKeeper connection was suspended (Kafka's "
+            "ZooKeeperDisconnectsPerSec).",
+            registry=r,
+        )
+        self._zk_latency = Histogram(
+            PREFIX + "zookeeper_request_seconds",
+            "Latency of ZooKeeper calls, by operation (a batched call counts once).",
+            labelnames=("operation",),
+            buckets=ZK_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self._zk_batch = Histogram(
+            PREFIX + "zookeeper_batch_size",
+            "Ops per multi and paths per batched read, by operation.",
+            labelnames=("operation",),
+            buckets=BATCH_SIZE_BUCKETS,
+            registry=r,
+        )
+        self._channel_queue_time = Histogram(
+            PREFIX + "channel_request_queue_time_seconds",
+            "Time requests waited in a broker's queue (Kafka's RequestRateAndQueueTimeMs).",
+            labelnames=("broker_id",),
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self._channel_send = Histogram(
+            PREFIX + "channel_request_send_seconds",
+            "Time from sending a request to a broker to its response, retries included.",
+            labelnames=("broker_id", "request"),
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
         Info(PREFIX + "build", "Build information.", registry=r).info(
             {"version": _version(), "python_version": platform.python_version()}
         )
         r.register(_ContextGauges(self))
+        r.register(_LiveGauges(self))
 
     @property
     def registry(self) -> CollectorRegistry:
@@ -248,6 +378,29 @@ class ControllerMetrics:
         except Exception:  # a broken source must not fail the whole scrape
             log.exception("controller state source failed")
             return ControllerState.Idle
+
+    def set_session_state_source(self, source: Callable[[], str] | None) -> None:
+        self._session_state_source = source
+
+    def read_session_state(self) -> str | None:
+        if self._session_state_source is None:
+            return None
+        try:
+            return str(self._session_state_source()).lower()
+        except Exception:
+            log.exception("session state source failed")
+            return None
+
+    def read_queue_sizes(self) -> dict[int, int]:
+        with self._broker_lock:
+            sources = dict(self._broker_queues)
+        sizes = {}
+        for broker_id, source in sources.items():
+            try:
+                sizes[broker_id] = source()
+            except Exception:
+                log.exception("broker queue size source failed", broker_id=broker_id)
+        return sizes
 
     def read_queue_size(self) -> int:
         if self._queue_size_source is None:
@@ -280,3 +433,42 @@ class ControllerMetrics:
 
     def inc_zookeeper_session_expirations(self) -> None:
         self._expirations.inc()
+
+    def inc_leader_elections(self, election_type: str, count: int = 1) -> None:
+        self._elections.labels(type=election_type).inc(count)
+
+    def on_session_state(self, state: object) -> None:
+        """A ZooKeeper session listener: counts suspensions (disconnects)."""
+        if str(getattr(state, "value", state)).lower() == "suspended":
+            self._disconnects.inc()
+
+    # -- ZooKeeper observer (KazooPort) ----------------------------------------------------
+
+    def zookeeper_request(self, operation: str, seconds: float) -> None:
+        self._zk_latency.labels(operation=operation).observe(seconds)
+
+    def zookeeper_batch(self, operation: str, size: int) -> None:
+        self._zk_batch.labels(operation=operation).observe(size)
+
+    # -- channel hooks (controller.channel.sender.ChannelMetricsHooks) ---------------------
+
+    def broker_added(self, broker_id: int, queue_size: Callable[[], int]) -> None:
+        with self._broker_lock:
+            self._broker_queues[broker_id] = queue_size
+
+    def broker_removed(self, broker_id: int) -> None:
+        """Drop the broker's series, as Kafka removes its per-broker metrics."""
+        with self._broker_lock:
+            self._broker_queues.pop(broker_id, None)
+        label = str(broker_id)
+        with contextlib.suppress(KeyError):  # never observed
+            self._channel_queue_time.remove(label)
+        for kind in REQUEST_KINDS:
+            with contextlib.suppress(KeyError):
+                self._channel_send.remove(label, kind)
+
+    def request_dequeued(self, broker_id: int, queue_time_s: float) -> None:
+        self._channel_queue_time.labels(broker_id=str(broker_id)).observe(queue_time_s)
+
+    def request_sent(self, broker_id: int, request: str, seconds: float) -> None:
+        self._channel_send.labels(broker_id=str(broker_id), request=request).observe(seconds)

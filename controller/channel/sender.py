@@ -102,6 +102,13 @@ class ChannelMetricsHooks(Protocol):
     def request_dequeued(self, broker_id: int, queue_time_s: float) -> None: ...
 
 
+class ChannelSendObserver(Protocol):
+    """Optional on a ``ChannelMetricsHooks``: the time from the first send of a request to its
+    response, resends included (the broker's request latency as the controller sees it)."""
+
+    def request_sent(self, broker_id: int, request: str, seconds: float) -> None: ...
+
+
 class NoMetrics:
     def broker_added(self, broker_id: int, queue_size: Callable[[], int]) -> None:
         pass
@@ -143,6 +150,10 @@ class RequestSendThread(threading.Thread):
         self.target = target
         self._timeout = request_timeout_s
         self._metrics = metrics
+        # Optional so that existing hooks without it keep working.
+        self._on_sent: Callable[[int, str, float], None] | None = getattr(
+            metrics, "request_sent", None
+        )
         self._backoff = reconnect_backoff_s
         self._queue: queue.SimpleQueue[QueueItem | object] = queue.SimpleQueue()
         self._size = 0  # items queued, excluding the one in flight (Kafka's QueueSize)
@@ -182,9 +193,12 @@ class RequestSendThread(threading.Thread):
                 with self._size_lock:
                     self._size -= 1
                 self._metrics.request_dequeued(self.broker_id, time.monotonic() - item.enqueue_time)
+                sent = time.monotonic()
                 response = self._send_until_answered(item.request)
                 if response is None:  # stopped while sending
                     break
+                if self._on_sent is not None:
+                    self._on_sent(self.broker_id, item.request.kind.value, time.monotonic() - sent)
                 self._deliver(item, response)
         finally:
             self._close_channel()

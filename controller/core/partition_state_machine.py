@@ -249,6 +249,7 @@ class PartitionStateMachine:
                     election=kind,
                 )
                 ctx.put_partition_state(tp, Online)
+                self.ctl.record_leader_election(kind)
             elif outcome is not None:
                 self._log_failed(tp, ctx.partition_state(tp), Online, outcome, scl, strategy)
         return results

@@ -18,17 +18,22 @@ watch when the connection drops and then calls it with a NONE event; see ``Event
 Pipelining (``multi_many``, ``get_many``, recursive ``delete``) keeps at most ``max_in_flight``
 requests outstanding, so kazoo's pings are not starved and ZooKeeper's
 ``globalOutstandingLimit`` (1,000) is never reached.
+
+Metrics: an optional ``observer`` (``ZkObserver``) is told each public call's latency and, for
+batched calls, its size (paths read, ops written). A call counts once however many requests it
+pipelines; the calls a recursive delete makes are counted too.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import structlog
 from kazoo import exceptions as kex
@@ -89,6 +94,39 @@ _STATES = {
     KazooState.SUSPENDED: SessionState.SUSPENDED,
     KazooState.LOST: SessionState.LOST,
 }
+
+
+class ZkObserver(Protocol):
+    """Metrics hook of ``KazooPort`` (implemented by ``controller.metrics.ControllerMetrics``)."""
+
+    def zookeeper_request(self, operation: str, seconds: float) -> None: ...
+
+    def zookeeper_batch(self, operation: str, size: int) -> None: ...
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _observed(operation: str, size: Callable[..., int] | None = None) -> Callable[[F], F]:
+    """Time a public call for ``self.observer``; ``size`` gets the call's arguments."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def observed(self: KazooPort, *args: Any, **kwargs: Any) -> Any:
+            observer = self.observer
+            if observer is None:
+                return fn(self, *args, **kwargs)
+            if size is not None:
+                observer.zookeeper_batch(operation, size(*args, **kwargs))
+            start = time.monotonic()
+            try:
+                return fn(self, *args, **kwargs)
+            finally:
+                observer.zookeeper_request(operation, time.monotonic() - start)
+
+        return observed  # type: ignore[return-value]
+
+    return decorate
 
 
 def translate(exc: BaseException, path: str | None = None) -> errors.ZkError:
@@ -169,10 +207,12 @@ class KazooPort:
         use_multiread: bool = True,
         auth_data: Sequence[tuple[str, str]] | None = None,
         default_acl: Sequence[Any] | None = None,
+        observer: ZkObserver | None = None,
     ) -> None:
         if max_in_flight < 1 or multiread_batch < 1 or multiread_in_flight < 1:
             raise ValueError("pipelining limits must be positive")
         self.connect = connect
+        self.observer = observer  # settable later: the daemon creates its metrics separately
         self._deadline = command_deadline if command_deadline is not None else session_timeout
         self._max_in_flight = max_in_flight
         self._multiread_batch = multiread_batch
@@ -362,20 +402,24 @@ class KazooPort:
 
     # -------------------------------------------------------------------- reads
 
+    @_observed("get")
     def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, ZnodeStat]:
         w = self._watch(watch, path)
         data, stat = self._call(lambda: self._client.get_async(path, watch=w), path)
         return data or b"", _stat(stat)
 
+    @_observed("exists")
     def exists(self, path: str, watch: WatchCallback | None = None) -> ZnodeStat | None:
         w = self._watch(watch, path)
         stat = self._call(lambda: self._client.exists_async(path, watch=w), path)
         return None if stat is None else _stat(stat)
 
+    @_observed("get_children")
     def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
         w = self._watch(watch, path)
         return list(self._call(lambda: self._client.get_children_async(path, watch=w), path))
 
+    @_observed("get_many", lambda paths: len(paths))
     def get_many(self, paths: Sequence[str]) -> list[ReadResult]:
         """Batched reads: multi-read (ZooKeeper >= 3.6) in chunks, else pipelined gets."""
         with self._translated():
@@ -425,12 +469,14 @@ class KazooPort:
 
     # ------------------------------------------------------------------- writes
 
+    @_observed("multi", lambda ops: len(ops))
     def multi(self, ops: Sequence[Op]) -> list[OpResult]:
         if not ops:
             return []
         raw = self._call(lambda: self._transaction(ops).commit_async())
         return _op_results(ops, raw)
 
+    @_observed("multi_many", lambda transactions: sum(len(t) for t in transactions))
     def multi_many(self, transactions: Sequence[Sequence[Op]]) -> list[list[OpResult]]:
         """Independent multis, pipelined. A multi resent after a connection loss may be
         reordered relative to the others: callers must not rely on their relative order."""
@@ -461,6 +507,7 @@ class KazooPort:
                 raise TypeError(f"not a ZooKeeper op: {op!r}")
         return txn
 
+    @_observed("create")
     def create(
         self,
         path: str,
@@ -478,9 +525,11 @@ class KazooPort:
         )
         return created
 
+    @_observed("set")
     def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
         return _stat(self._call(lambda: self._client.set_async(path, data, version), path))
 
+    @_observed("delete")
     def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
         """Delete ``path``. ``recursive`` deletes descendants first (any version), then the
         node with ``version``; a missing node is then not an error (as kazoo and Kafka)."""
@@ -526,6 +575,7 @@ class KazooPort:
             found += level
         return found
 
+    @_observed("ensure_path")
     def ensure_path(self, path: str) -> None:
         self._call(lambda: self._client.ensure_path_async(path), path)
 

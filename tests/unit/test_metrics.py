@@ -17,6 +17,7 @@ from controller.core.event_manager import ControllerEventManager
 from controller.core.events import BrokerChange, ControllerEvent
 from controller.http_server import ControllerHttpServer, Readiness, start_http_server
 from controller.metrics import ControllerMetrics, ControllerMetricsSnapshot
+from controller.zk.port import SessionState
 
 P = "kafka_controller_"
 GAUGES = [
@@ -28,8 +29,15 @@ GAUGES = [
 ]  # fmt: skip
 COUNTERS = [
     "unclean_leader_elections_total", "failovers_total", "zookeeper_session_expirations_total",
+    "leader_elections_total", "zookeeper_disconnects_total",
 ]  # fmt: skip
 HISTOGRAMS = ["event_queue_time_seconds", "event_processing_seconds"]
+# Series that exist only once something is observed (label values appear on first use).
+LAZY_HISTOGRAMS = [
+    "zookeeper_request_seconds", "zookeeper_batch_size", "channel_request_queue_time_seconds",
+    "channel_request_send_seconds",
+]  # fmt: skip
+LIVE_GAUGES = ["channel_total_queue_size", "zookeeper_session_state"]
 
 ACTIVE = ControllerMetricsSnapshot(
     active=True, epoch=9, global_topic_count=3, global_partition_count=30,
@@ -84,6 +92,8 @@ def test_every_metric_is_exposed_over_http(served: Served) -> None:
         assert P + counter in names
     for hist in HISTOGRAMS:
         assert {P + hist + "_bucket", P + hist + "_count", P + hist + "_sum"} <= names
+    for gauge in LIVE_GAUGES:
+        assert P + gauge in names
     assert P + "build_info" in names
     assert all(name.startswith(P) for name in names)
     assert not [n for n in names if n.endswith("_created")]
@@ -259,3 +269,91 @@ def test_shutdown_releases_the_port() -> None:
     # The same port can be bound again at once.
     again = ControllerHttpServer(("127.0.0.1", server.port), ControllerMetrics().registry)
     again.shutdown()
+
+
+def test_channel_hooks_per_broker_series_and_removal() -> None:
+    m = ControllerMetrics()
+    served = Served(m)
+    try:
+        sizes = {1: 3, 2: 0}
+        m.broker_added(1, lambda: sizes[1])
+        m.broker_added(2, lambda: sizes[2])
+        m.request_dequeued(1, 0.004)
+        m.request_dequeued(2, 0.2)
+        m.request_sent(1, "LeaderAndIsr", 0.01)
+        m.request_sent(1, "UpdateMetadata", 0.02)
+        s = served.scrape()
+        assert s[P + "channel_queue_size{broker_id=1}"] == 3
+        assert s[P + "channel_queue_size{broker_id=2}"] == 0
+        assert s[P + "channel_total_queue_size"] == 3
+        assert s[P + "channel_request_queue_time_seconds_count{broker_id=1}"] == 1
+        assert s[P + "channel_request_queue_time_seconds_bucket{broker_id=1,le=0.005}"] == 1
+        assert s[P + "channel_request_queue_time_seconds_sum{broker_id=2}"] == 0.2
+        assert s[P + "channel_request_send_seconds_count{broker_id=1,request=LeaderAndIsr}"] == 1
+        assert s[P + "channel_request_send_seconds_sum{broker_id=1,request=UpdateMetadata}"] == 0.02
+
+        sizes[1] = 7  # read at scrape time
+        assert served.scrape()[P + "channel_total_queue_size"] == 7
+
+        m.broker_removed(1)  # every series of broker 1 goes, as Kafka removes its metrics
+        m.broker_removed(9)  # never added: harmless
+        s = served.scrape()
+        assert not [k for k in s if "broker_id=1" in k]
+        assert s[P + "channel_queue_size{broker_id=2}"] == 0
+        assert s[P + "channel_total_queue_size"] == 0
+
+        def broken() -> int:
+            raise RuntimeError("sender gone")
+
+        m.broker_added(3, broken)  # a failing source drops its series, not the scrape
+        s = served.scrape()
+        assert P + "channel_queue_size{broker_id=3}" not in s
+        assert P + "channel_queue_size{broker_id=2}" in s
+    finally:
+        served.server.shutdown()
+
+
+def test_zookeeper_observer_session_state_and_elections() -> None:
+    state = ["CONNECTED"]
+    m = ControllerMetrics(controller_id=7, session_state_source=lambda: state[0])
+    served = Served(m)
+    try:
+        s = served.scrape()
+        assert s[P + "controller_id"] == 7
+        assert s[P + "zookeeper_session_state{state=connected}"] == 1
+        assert s[P + "zookeeper_session_state{state=suspended}"] == 0
+        assert s[P + "zookeeper_session_state{state=lost}"] == 0
+        assert {k for k in s if k.startswith(P + "leader_elections_total")} == {
+            P + f"leader_elections_total{{type={t}}}"
+            for t in ("offline", "offline_unclean", "reassign", "preferred", "controlled_shutdown")
+        }
+        state[0] = "SUSPENDED"
+        m.on_session_state(SessionState.SUSPENDED)
+        m.on_session_state(SessionState.CONNECTED)
+        m.zookeeper_request("get", 0.0003)
+        m.zookeeper_request("multi", 0.002)
+        m.zookeeper_batch("multi", 40)
+        m.zookeeper_batch("get_many", 5000)
+        m.inc_leader_elections("preferred", 3)
+        m.inc_leader_elections("offline")
+        s = served.scrape()
+        assert s[P + "zookeeper_session_state{state=connected}"] == 0
+        assert s[P + "zookeeper_session_state{state=suspended}"] == 1
+        assert s[P + "zookeeper_disconnects_total"] == 1
+        assert s[P + "zookeeper_request_seconds_count{operation=get}"] == 1
+        assert s[P + "zookeeper_request_seconds_bucket{le=0.0005,operation=get}"] == 1
+        assert s[P + "zookeeper_request_seconds_sum{operation=multi}"] == 0.002
+        assert s[P + "zookeeper_batch_size_bucket{le=50.0,operation=multi}"] == 1
+        assert s[P + "zookeeper_batch_size_bucket{le=2500.0,operation=get_many}"] == 0
+        assert s[P + "zookeeper_batch_size_sum{operation=get_many}"] == 5000
+        assert s[P + "leader_elections_total{type=preferred}"] == 3
+        assert s[P + "leader_elections_total{type=offline}"] == 1
+
+        def broken() -> str:
+            raise RuntimeError("no client")
+
+        m.set_session_state_source(broken)  # every state reads 0, the scrape still works
+        s = served.scrape()
+        assert sum(v for k, v in s.items() if k.startswith(P + "zookeeper_session_state")) == 0
+    finally:
+        served.server.shutdown()
