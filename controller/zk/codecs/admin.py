@@ -1,0 +1,121 @@
+"""Legacy admin requests and broker notifications (reference §1.4).
+
+``/admin/reassign_partitions``, ``/admin/preferred_replica_election``,
+``/isr_change_notification/isr_change_N`` and ``/log_dir_event_notification/log_dir_event_N``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from controller.core.model import TopicPartition
+from controller.zk import paths
+from controller.zk.codecs._json import (
+    MISSING,
+    broker_ids,
+    dumps,
+    fail,
+    int_field,
+    load,
+    partition_list,
+    topic_partition,
+    typed_field,
+    version_field,
+)
+from controller.zk.errors import MalformedZnodeError
+
+LOG_DIR_FAILURE_EVENT = 1
+
+
+# --- /admin/reassign_partitions and /admin/preferred_replica_election ---
+
+
+_REASSIGN_KEYS = frozenset({"version", "partitions"})
+_REASSIGN_ENTRY_KEYS = frozenset({"topic", "partition", "replicas"})
+
+
+def encode_reassignment(reassignment: Mapping[TopicPartition, Sequence[int]]) -> bytes:
+    entries = [
+        {"topic": tp.topic, "partition": tp.partition, "replicas": list(replicas)}
+        for tp, replicas in reassignment.items()
+    ]
+    return dumps({"version": 1, "partitions": entries})
+
+
+def decode_reassignment(
+    data: bytes | None, path: str = paths.REASSIGN_PARTITIONS
+) -> dict[TopicPartition, tuple[int, ...]]:
+    """Strict, like Kafka's mapper: unknown fields, duplicates and empty replica lists raise.
+
+    Kafka logs invalid content and treats the request as empty; this decoder raises
+    MalformedZnodeError instead, and the caller applies Kafka's "treat as empty".
+    """
+    obj = load(data, path)
+    if not _REASSIGN_KEYS.issuperset(obj):
+        raise MalformedZnodeError(path, f"unknown field(s) {sorted(set(obj) - _REASSIGN_KEYS)}")
+    version_field(obj, path, (1,))
+    out: dict[TopicPartition, tuple[int, ...]] = {}
+    for i, entry in enumerate(typed_field(obj, "partitions", path, list)):
+        where = f"partitions[{i}]"
+        tp = topic_partition(entry, path, where)
+        if not _REASSIGN_ENTRY_KEYS.issuperset(entry):
+            unknown = sorted(set(entry) - _REASSIGN_ENTRY_KEYS)
+            fail(path, where, f"unknown field(s) {unknown}")
+        replicas = broker_ids(
+            entry.get("replicas", MISSING), path, f"{where}.replicas", non_empty=True
+        )
+        if tp in out:
+            fail(path, where, f"duplicate partition {tp}")
+        out[tp] = replicas
+    return out
+
+
+def _partition_set(
+    data: bytes | None, path: str, *, reject_duplicates: bool
+) -> set[TopicPartition]:
+    obj = load(data, path)
+    version_field(obj, path, (1,))
+    out: set[TopicPartition] = set()
+    for i, entry in enumerate(typed_field(obj, "partitions", path, list)):
+        tp = topic_partition(entry, path, f"partitions[{i}]")
+        if reject_duplicates and tp in out:
+            fail(path, f"partitions[{i}]", f"duplicate partition {tp}")
+        out.add(tp)
+    return out
+
+
+def encode_preferred_replica_election(partitions: Iterable[TopicPartition]) -> bytes:
+    return dumps({"version": 1, "partitions": partition_list(partitions)})
+
+
+def decode_preferred_replica_election(
+    data: bytes | None, path: str = paths.PREFERRED_REPLICA_ELECTION
+) -> set[TopicPartition]:
+    """Duplicate partitions raise (Kafka's election tool refuses such a file)."""
+    return _partition_set(data, path, reject_duplicates=True)
+
+
+# --- /isr_change_notification/*, /log_dir_event_notification/* ---
+
+
+def encode_isr_change_notification(partitions: Iterable[TopicPartition]) -> bytes:
+    return dumps({"version": 1, "partitions": partition_list(partitions)})
+
+
+def decode_isr_change_notification(data: bytes | None, path: str) -> set[TopicPartition]:
+    # Duplicates are harmless here (the content is a set), so they are merged.
+    return _partition_set(data, path, reject_duplicates=False)
+
+
+def encode_log_dir_event(broker_id: int) -> bytes:
+    return dumps({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT})
+
+
+def decode_log_dir_event(data: bytes | None, path: str) -> int:
+    """The id of the broker with a failed log dir."""
+    obj = load(data, path)
+    version_field(obj, path, (1,))
+    broker = int_field(obj, "broker", path, 0)
+    # Only LogDirFailure exists.
+    int_field(obj, "event", path, LOG_DIR_FAILURE_EVENT, LOG_DIR_FAILURE_EVENT)
+    return broker

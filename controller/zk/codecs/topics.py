@@ -1,0 +1,158 @@
+"""``/brokers/topics/T``, its partition ``state`` znodes and ``/config/topics/T`` (§1.4)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from controller.core.model import (
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    LeaderRecoveryState,
+    ReplicaAssignment,
+    TopicAssignment,
+)
+from controller.zk import paths
+from controller.zk.codecs._json import (
+    INT32_MAX,
+    MISSING,
+    bad,
+    broker_ids,
+    dumps,
+    int_field,
+    load,
+    partition_key,
+    typed_field,
+    version_field,
+)
+
+_PARTITION_STATE_PATH = "/brokers/topics/<topic>/partitions/<partition>/state"
+_TOPIC_ID = re.compile(r"[A-Za-z0-9_-]{22}")  # Kafka Uuid: 16 bytes, URL-safe base64, no padding
+
+
+# --- /brokers/topics/T ---
+
+
+def encode_topic_assignment(assignment: TopicAssignment) -> bytes:
+    """Version 3: ``topic_id`` only when known; adding/removing only for reassigning partitions."""
+    doc: dict[str, Any] = {"version": 3}
+    if assignment.topic_id is not None:
+        doc["topic_id"] = assignment.topic_id
+    ordered = sorted(assignment.partitions.items())
+    doc["partitions"] = {str(p): list(ra.replicas) for p, ra in ordered}
+    doc["adding_replicas"] = {
+        str(p): list(ra.adding_replicas) for p, ra in ordered if ra.adding_replicas
+    }
+    doc["removing_replicas"] = {
+        str(p): list(ra.removing_replicas) for p, ra in ordered if ra.removing_replicas
+    }
+    return dumps(doc)
+
+
+def _reassigning(obj: dict[str, Any], key: str, path: str) -> dict[int, tuple[int, ...]]:
+    raw = obj.get(key)
+    if raw is None:  # v1 nodes predate KIP-455
+        return {}
+    if type(raw) is not dict:
+        bad(path, key, "a JSON object", raw)
+    return {partition_key(k, path, key): broker_ids(v, path, f"{key}.{k}") for k, v in raw.items()}
+
+
+def decode_topic_assignment(
+    topic: str, data: bytes | None, path: str | None = None
+) -> TopicAssignment:
+    """Versions 1-3; missing ``adding_replicas``/``removing_replicas``/``topic_id`` mean none.
+
+    Like Kafka, the decoder checks types, not reassignment semantics: an empty replica list,
+    adding/removing replicas outside ``replicas`` (the reference's own example has one) and
+    adding/removing entries for unlisted partitions (ignored) are all accepted.
+    """
+    path = path or paths.topic_path(topic)
+    obj = load(data, path)
+    version_field(obj, path, (1, 2, 3))
+    topic_id = obj.get("topic_id")
+    if topic_id is not None and (type(topic_id) is not str or not _TOPIC_ID.fullmatch(topic_id)):
+        bad(path, "topic_id", "a 22-character URL-safe base64 Kafka Uuid", topic_id)
+    adding = _reassigning(obj, "adding_replicas", path)
+    removing = _reassigning(obj, "removing_replicas", path)
+    partitions: dict[int, ReplicaAssignment] = {}
+    for key, replicas in typed_field(obj, "partitions", path, dict).items():
+        where = f"partitions.{key}"
+        p = partition_key(key, path, "partitions")
+        rs = broker_ids(replicas, path, where)
+        partitions[p] = ReplicaAssignment(rs, adding.get(p, ()), removing.get(p, ()))
+    return TopicAssignment(topic, topic_id, partitions)
+
+
+# --- /brokers/topics/T/partitions/P/state ---
+
+
+def encode_partition_state(state: LeaderIsrAndControllerEpoch) -> bytes:
+    """``partition_epoch`` is the znode's zkVersion and is never written."""
+    lai = state.leader_and_isr
+    doc: dict[str, Any] = {
+        "controller_epoch": state.controller_epoch,
+        "leader": lai.leader,
+        "version": 1,
+        "leader_epoch": lai.leader_epoch,
+        "isr": list(lai.isr),
+    }
+    if lai.leader_recovery_state != LeaderRecoveryState.RECOVERED:
+        doc["leader_recovery_state"] = int(lai.leader_recovery_state)
+    return dumps(doc)
+
+
+_RECOVERY_STATES = {s.value: s for s in LeaderRecoveryState}
+
+
+def decode_partition_state(
+    data: bytes | None, zk_version: int, path: str | None = None
+) -> LeaderIsrAndControllerEpoch:
+    """The state znode; ``partition_epoch`` is set to ``zk_version`` (the znode's stat.version)."""
+    path = path or _PARTITION_STATE_PATH
+    obj = load(data, path)
+    get = obj.get
+    version, leader, leader_epoch = get("version"), get("leader"), get("leader_epoch")
+    controller_epoch, raw = get("controller_epoch"), get("leader_recovery_state")
+    # Runs per partition at failover: one inlined test for the common valid case, the
+    # field-by-field checks (and their messages) only when it fails.
+    if not (
+        version == 1
+        and type(version) is type(leader) is type(leader_epoch) is type(controller_epoch) is int
+        and -1 <= leader <= INT32_MAX
+        and 0 <= leader_epoch <= INT32_MAX
+        and 0 <= controller_epoch <= INT32_MAX
+        and raw is None
+    ):
+        version_field(obj, path, (1,))
+        leader = int_field(obj, "leader", path, -1)  # -1: no leader
+        leader_epoch = int_field(obj, "leader_epoch", path, 0)
+        controller_epoch = int_field(obj, "controller_epoch", path, 0)
+    isr = broker_ids(get("isr", MISSING), path, "isr")
+    recovery = LeaderRecoveryState.RECOVERED
+    if raw is not None:
+        if type(raw) is not int or raw not in _RECOVERY_STATES:
+            bad(path, "leader_recovery_state", "0 (RECOVERED) or 1 (RECOVERING)", raw)
+        recovery = _RECOVERY_STATES[raw]
+    return LeaderIsrAndControllerEpoch(
+        LeaderAndIsr(leader, leader_epoch, isr, recovery, zk_version), controller_epoch
+    )
+
+
+# --- /config/topics/T ---
+
+
+def encode_topic_config(config: Mapping[str, str]) -> bytes:
+    return dumps({"version": 1, "config": dict(config)})
+
+
+def decode_topic_config(data: bytes | None, path: str) -> dict[str, str]:
+    """Topic config overrides; every value is a string in Kafka's format."""
+    obj = load(data, path)
+    version_field(obj, path, (1,))
+    config = typed_field(obj, "config", path, dict)
+    for key, value in config.items():
+        if type(value) is not str:
+            bad(path, f"config.{key}", "a string value", value)
+    return config
