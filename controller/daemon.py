@@ -5,19 +5,28 @@ controller, gRPC server. Stop order (SIGTERM/SIGINT): resign (deleting our own `
 so a standby takes over at once), stop the event thread, stop gRPC, close the ZooKeeper session
 (which removes any ephemeral left), stop HTTP, close the logs. Signal handlers only set flags;
 the main thread does the work.
+
+SIGHUP (``systemctl reload``, logrotate's postrotate): reopen the state-change log, re-read the
+configuration from the same sources (file, environment, flags) and apply the settings marked
+dynamic (``log.level``, the automatic rebalance settings, ``unclean.leader.election.enable``).
+Changed static settings are reported and keep their running values until a restart; an invalid
+new configuration is reported and the running one is kept whole.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import socket
 import threading
+import types
+from collections.abc import Callable
 from types import FrameType
 
 import structlog
 
 from controller.channel.manager import ControllerChannelManager
-from controller.config import ControllerConfig
+from controller.config import ConfigError, ControllerConfig, changed_settings
 from controller.core.controller import Controller
 from controller.core.events import Resign
 from controller.http_server import ControllerHttpServer, Readiness, start_http_server
@@ -37,8 +46,16 @@ log = structlog.get_logger("controller.daemon")
 
 
 class ControllerDaemon:
-    def __init__(self, config: ControllerConfig, *, configure_logs: bool = True) -> None:
+    def __init__(
+        self,
+        config: ControllerConfig,
+        *,
+        configure_logs: bool = True,
+        reload_config: Callable[[], ControllerConfig] | None = None,
+    ) -> None:
         self.config = config
+        # Re-reads the configuration from its original sources on SIGHUP (None: reopen only).
+        self._reload_config = reload_config
         if configure_logs:
             configure_logging(config.log_level, config.log_format)
         self.state_change_log = StateChangeLog(config.state_change_log_file, config.controller_id)
@@ -163,7 +180,7 @@ class ControllerDaemon:
         self._stop.set()  # wake the main loop; it tells reload from stop
 
     def run_forever(self) -> None:
-        """Run until SIGTERM/SIGINT. SIGHUP reopens the state-change log (log rotation)."""
+        """Run until SIGTERM/SIGINT; SIGHUP reloads (see the module docstring)."""
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
         signal.signal(signal.SIGHUP, self.request_reload)
@@ -182,8 +199,53 @@ class ControllerDaemon:
 
     def _on_reload(self) -> None:
         self.state_change_log.reopen()
-        set_level(self.config.log_level)
         log.info("reopened the state-change log", path=str(self.state_change_log.path))
+        if self._reload_config is not None:
+            try:
+                new = self._reload_config()
+            except ConfigError as exc:
+                log.error(
+                    "configuration reload failed; keeping the running configuration",
+                    problems=[str(p) for p in exc.problems],
+                )
+            except Exception as exc:
+                log.error("configuration reload failed", error=str(exc), exc_info=True)
+            else:
+                self.apply_config(new)
+        set_level(self.config.log_level)
+
+    def apply_config(self, new: ControllerConfig) -> tuple[str, ...]:
+        """Apply the dynamic settings of ``new``; return the names of those that changed."""
+        from controller.handlers.elections import on_config_change
+
+        old = self.config
+        changed = changed_settings(old, new)
+        static = [s.name for s in changed if not s.dynamic]
+        dynamic = [s for s in changed if s.dynamic]
+        if static:
+            log.warning(
+                "changed settings need a restart; they keep their running values",
+                settings=static,
+            )
+        if not dynamic:
+            log.info("configuration reloaded; no dynamic setting changed")
+            return ()
+        sources = {**old.sources, **{s.name: new.source(s.name) for s in dynamic}}
+        merged = dataclasses.replace(
+            old,
+            **{s.attr: getattr(new, s.attr) for s in dynamic},
+            sources=types.MappingProxyType(sources),
+        )
+        # One reference swap each: the event thread reads either the old or the new config.
+        self.config = merged
+        self.controller.config = merged
+        set_level(merged.log_level)
+        on_config_change(self.controller, old, merged)
+        log.info(
+            "configuration reloaded",
+            changed={s.name: getattr(merged, s.attr) for s in dynamic},
+        )
+        return tuple(s.name for s in dynamic)
 
 
 def _advertised(host: str) -> str:

@@ -78,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
 
     from controller.daemon import ControllerDaemon
 
-    daemon = ControllerDaemon(config)
+    final_flags = {**flags, "zookeeper.connect": config.zookeeper_connect} if embedded else flags
+    daemon = ControllerDaemon(
+        config, reload_config=lambda: load_config(args.config, flags=final_flags)
+    )
     try:
         daemon.run_forever()
     finally:
