@@ -66,7 +66,7 @@ def test_generated_modules_import_by_package_path() -> None:
         "zkcontroller.v1.ControllerService"
     )
     rpcs = {m.name for m in broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].methods}
-    assert rpcs == {"LeaderAndIsr", "UpdateMetadata", "StopReplica", "Describe"}
+    assert rpcs == {"LeaderAndIsr", "UpdateMetadata", "StopReplica", "Describe", "Fetch"}
 
 
 def _descriptor_set(tmp_path: Path) -> descriptor_pb2.FileDescriptorSet:

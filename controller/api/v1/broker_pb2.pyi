@@ -311,3 +311,59 @@ class DescribeResponse(_message.Message):
     offline_partitions: _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartition]
     requests_received: _containers.ScalarMap[str, int]
     def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., metadata_controller_id: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[HostedPartition, _Mapping]]] = ..., live_brokers: _Optional[_Iterable[_Union[UpdateMetadataBroker, _Mapping]]] = ..., metadata_partitions: _Optional[_Iterable[_Union[CachedPartition, _Mapping]]] = ..., offline_partitions: _Optional[_Iterable[_Union[_common_pb2.TopicPartition, _Mapping]]] = ..., requests_received: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class FetchRequest(_message.Message):
+    __slots__ = ("replica_id", "replica_epoch", "topics")
+    REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    replica_id: int
+    replica_epoch: int
+    topics: _containers.RepeatedCompositeFieldContainer[FetchTopic]
+    def __init__(self, replica_id: _Optional[int] = ..., replica_epoch: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[FetchTopic, _Mapping]]] = ...) -> None: ...
+
+class FetchTopic(_message.Message):
+    __slots__ = ("topic_name", "topic_id", "partitions")
+    TOPIC_NAME_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    topic_name: str
+    topic_id: str
+    partitions: _containers.RepeatedCompositeFieldContainer[FetchPartition]
+    def __init__(self, topic_name: _Optional[str] = ..., topic_id: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[FetchPartition, _Mapping]]] = ...) -> None: ...
+
+class FetchPartition(_message.Message):
+    __slots__ = ("partition_index", "current_leader_epoch")
+    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    partition_index: int
+    current_leader_epoch: int
+    def __init__(self, partition_index: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ...) -> None: ...
+
+class FetchResponse(_message.Message):
+    __slots__ = ("error_code", "topics")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    error_code: _common_pb2.ErrorCode
+    topics: _containers.RepeatedCompositeFieldContainer[FetchTopicResponse]
+    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., topics: _Optional[_Iterable[_Union[FetchTopicResponse, _Mapping]]] = ...) -> None: ...
+
+class FetchTopicResponse(_message.Message):
+    __slots__ = ("topic_name", "topic_id", "partitions")
+    TOPIC_NAME_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    topic_name: str
+    topic_id: str
+    partitions: _containers.RepeatedCompositeFieldContainer[FetchPartitionResponse]
+    def __init__(self, topic_name: _Optional[str] = ..., topic_id: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[FetchPartitionResponse, _Mapping]]] = ...) -> None: ...
+
+class FetchPartitionResponse(_message.Message):
+    __slots__ = ("partition_index", "error_code", "leader_epoch")
+    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    partition_index: int
+    error_code: _common_pb2.ErrorCode
+    leader_epoch: int
+    def __init__(self, partition_index: _Optional[int] = ..., error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., leader_epoch: _Optional[int] = ...) -> None: ...

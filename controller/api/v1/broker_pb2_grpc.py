@@ -55,6 +55,11 @@ class BrokerServiceStub:
                 request_serializer=controller_dot_api_dot_v1_dot_broker__pb2.DescribeRequest.SerializeToString,
                 response_deserializer=controller_dot_api_dot_v1_dot_broker__pb2.DescribeResponse.FromString,
                 _registered_method=True)
+        self.Fetch = channel.unary_unary(
+                '/zkcontroller.v1.BrokerService/Fetch',
+                request_serializer=controller_dot_api_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
+                response_deserializer=controller_dot_api_dot_v1_dot_broker__pb2.FetchResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServiceServicer:
@@ -90,6 +95,18 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Fetch(self, request, context):
+        """Replication between brokers, never sent by the controller: a follower fetches the
+        partitions it follows from their leader (Kafka api key 1, follower fetches only). The
+        reference broker holds no data, so a fetch carries none; what it carries is the fact that
+        the follower is fetching, at which leader epoch. The leader keeps a follower in the ISR
+        while it fetches within replica.lag.time.max.ms, and asks the controller (AlterPartition)
+        to add a follower that fetches at the current leader epoch, or to remove one that stopped.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -112,6 +129,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.Describe,
                     request_deserializer=controller_dot_api_dot_v1_dot_broker__pb2.DescribeRequest.FromString,
                     response_serializer=controller_dot_api_dot_v1_dot_broker__pb2.DescribeResponse.SerializeToString,
+            ),
+            'Fetch': grpc.unary_unary_rpc_method_handler(
+                    servicer.Fetch,
+                    request_deserializer=controller_dot_api_dot_v1_dot_broker__pb2.FetchRequest.FromString,
+                    response_serializer=controller_dot_api_dot_v1_dot_broker__pb2.FetchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -223,6 +245,33 @@ class BrokerService:
             '/zkcontroller.v1.BrokerService/Describe',
             controller_dot_api_dot_v1_dot_broker__pb2.DescribeRequest.SerializeToString,
             controller_dot_api_dot_v1_dot_broker__pb2.DescribeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Fetch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/zkcontroller.v1.BrokerService/Fetch',
+            controller_dot_api_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
+            controller_dot_api_dot_v1_dot_broker__pb2.FetchResponse.FromString,
             options,
             channel_credentials,
             insecure,
