@@ -4,13 +4,10 @@ Threading: the context is mutable and has no locks. It must only be touched from
 controller event thread (the single consumer of the event queue, spec 0.3); other threads
 enqueue events instead of reading or writing it.
 
-Layout. The context may hold 100K-1M partitions, so everything per partition lives in one
-slotted ``_PartitionEntry`` under ``topic -> partition id`` instead of one ``TopicPartition``-keyed
-dict per concern. Low-cardinality values (replica assignments, ISR tuples, per-partition replica
-state tuples) are interned, so the common case -- thousands of partitions with the same replica
-list and all replicas Online -- shares one object. Kafka's independent maps are kept as
-independent *fields*: each may be absent (None / empty) on its own, e.g. ``remove_topic`` drops
-assignments and leadership but, as in Kafka, leaves partition and replica states behind.
+Layout. Per-partition data lives in a ``PartitionTable`` (``controller.core.partition_table``):
+one compact entry per partition with interned values, Kafka's independent maps kept as
+independent fields. Each may be absent on its own, e.g. ``remove_topic`` drops assignments and
+leadership but, as in Kafka, leaves partition and replica states behind.
 
 Metric bookkeeping follows Kafka exactly (spec 3.1, pitfalls 15 and 16); see
 ``put_partition_state`` and ``_has_preferred_leader``. Per-state counts are maintained
@@ -22,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Collection, Container, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from types import MappingProxyType
-from typing import Any, TypeVar
 
 from controller.core import transitions
 from controller.core.model import (
@@ -38,43 +34,15 @@ from controller.core.model import (
     ReplicaState,
     TopicPartition,
 )
-
-_T = TypeVar("_T")
+from controller.core.partition_table import PartitionTable
 
 INITIAL_CONTROLLER_EPOCH = 0
 INITIAL_CONTROLLER_EPOCH_ZK_VERSION = 0
-
-# Past this many distinct interned values, stop adding: unique values (e.g. random assignments)
-# would then cost more in the table than sharing saves.
-_INTERN_LIMIT = 1 << 16
 
 # NewPartition is 0, so a state is falsy: test for a missing state with ``is None``.
 _OFFLINE = PartitionState.OfflinePartition
 _NON_EXISTENT = PartitionState.NonExistentPartition
 _NON_EXISTENT_REPLICA = ReplicaState.NonExistentReplica
-
-_ReplicaStates = tuple[tuple[int, ReplicaState], ...]
-
-
-class _PartitionEntry:
-    """Everything the context knows about one partition; each field may be absent."""
-
-    __slots__ = ("assignment", "leadership", "replica_states", "state")
-
-    def __init__(self) -> None:
-        self.assignment: ReplicaAssignment | None = None
-        self.leadership: LeaderIsrAndControllerEpoch | None = None
-        self.state: PartitionState | None = None
-        # (replica, state) pairs in insertion order; interned.
-        self.replica_states: _ReplicaStates = ()
-
-    def is_empty(self) -> bool:
-        return (
-            self.assignment is None
-            and self.leadership is None
-            and self.state is None
-            and not self.replica_states
-        )
 
 
 class _OnlineReplicas(Container[int]):
@@ -133,21 +101,13 @@ class ControllerContext:
         self._topics_with_deletion_started: set[str] = set()
         self.topics_ineligible_for_deletion: set[str] = set()
 
-        self._partitions: dict[str, dict[int, _PartitionEntry]] = {}
-        # One table per kind: an ISR tuple (1, 2) compares equal to the replica-state pair
-        # (1, ReplicaState.OnlineReplica), so a shared table could hand back the wrong type.
-        self._interned_assignments: dict[ReplicaAssignment, ReplicaAssignment] = {}
-        self._interned_isrs: dict[tuple[int, ...], tuple[int, ...]] = {}
-        self._interned_replica_states: dict[Any, Any] = {}
+        self._table = PartitionTable()
         self._reset_counters()
 
     def _reset_counters(self) -> None:
+        # The counts that depend on deletion bookkeeping; the table keeps the others.
         self._offline_partition_count = 0
         self._preferred_replica_imbalance_count = 0
-        self._assignment_count = 0
-        self._leadership_count = 0
-        self._partition_state_counts = dict.fromkeys(PartitionState, 0)
-        self._replica_state_counts = dict.fromkeys(ReplicaState, 0)
 
     # ------------------------------------------------------------------ metrics (read-only)
 
@@ -163,60 +123,18 @@ class ControllerContext:
 
     def partitions_states_summary(self) -> dict[PartitionState, int]:
         """Number of partitions per recorded state (unrecorded partitions are not counted)."""
-        return dict(self._partition_state_counts)
+        return dict(self._table.partition_state_counts)
 
     def replica_states_summary(self) -> dict[ReplicaState, int]:
-        return dict(self._replica_state_counts)
+        return dict(self._table.replica_state_counts)
 
     def partition_count(self) -> int:
         """Partitions with an assignment."""
-        return self._assignment_count
+        return self._table.assignment_count
 
     def partition_with_leaders_count(self) -> int:
         """Partitions with leadership info (Kafka's ``GlobalPartitionCount``)."""
-        return self._leadership_count
-
-    # ------------------------------------------------------------------ internals
-
-    @staticmethod
-    def _intern(table: dict[_T, _T], value: _T) -> _T:
-        found = table.get(value)
-        if found is not None:
-            return found
-        if len(table) < _INTERN_LIMIT:
-            table[value] = value
-        return value
-
-    def _entry(self, tp: TopicPartition) -> _PartitionEntry | None:
-        parts = self._partitions.get(tp.topic)
-        return None if parts is None else parts.get(tp.partition)
-
-    def _entry_for_update(self, tp: TopicPartition) -> _PartitionEntry:
-        parts = self._partitions.get(tp.topic)
-        if parts is None:
-            parts = self._partitions[tp.topic] = {}
-        entry = parts.get(tp.partition)
-        if entry is None:
-            entry = parts[tp.partition] = _PartitionEntry()
-        return entry
-
-    def _drop_if_empty(self, topic: str, partition: int, entry: _PartitionEntry) -> None:
-        if entry.is_empty():
-            parts = self._partitions[topic]
-            del parts[partition]
-            if not parts:
-                del self._partitions[topic]
-
-    def _entries(
-        self, topic: str | None = None
-    ) -> Iterator[tuple[TopicPartition, _PartitionEntry]]:
-        if topic is None:
-            for t, parts in self._partitions.items():
-                for p, entry in parts.items():
-                    yield TopicPartition(t, p), entry
-        else:
-            for p, entry in self._partitions.get(topic, {}).items():
-                yield TopicPartition(topic, p), entry
+        return self._table.leadership_count
 
     # ------------------------------------------------------------------ brokers
 
@@ -305,13 +223,13 @@ class ControllerContext:
 
     def partition_replica_assignment(self, tp: TopicPartition) -> tuple[int, ...]:
         """RS of the partition; empty if the topic or partition is unknown."""
-        entry = self._entry(tp)
+        entry = self._table.get(tp)
         if entry is None or entry.assignment is None:
             return ()
         return entry.assignment.replicas
 
     def partition_full_replica_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
-        entry = self._entry(tp)
+        entry = self._table.get(tp)
         if entry is None or entry.assignment is None:
             return EMPTY_ASSIGNMENT
         return entry.assignment
@@ -319,36 +237,22 @@ class ControllerContext:
     def update_partition_full_replica_assignment(
         self, tp: TopicPartition, assignment: ReplicaAssignment
     ) -> None:
-        assignment = self._intern(
-            self._interned_assignments,
-            ReplicaAssignment(
-                tuple(assignment.replicas),
-                tuple(assignment.adding_replicas),
-                tuple(assignment.removing_replicas),
-            ),
-        )
-        entry = self._entry_for_update(tp)
-        previous = entry.assignment
-        if previous is None:
-            self._assignment_count += 1
-        entry.assignment = assignment
-        self._update_imbalance(tp, previous, entry.leadership, assignment, entry.leadership)
+        entry, previous = self._table.set_assignment(tp, assignment)
+        self._update_imbalance(tp, previous, entry.leadership, entry.assignment, entry.leadership)
 
     def partition_replica_assignment_for_topic(
         self, topic: str
     ) -> dict[TopicPartition, tuple[int, ...]]:
-        return {
-            tp: e.assignment.replicas for tp, e in self._entries(topic) if e.assignment is not None
-        }
+        return {tp: a.replicas for tp, a in self._table.assignments(topic)}
 
     def partition_full_replica_assignment_for_topic(
         self, topic: str
     ) -> dict[TopicPartition, ReplicaAssignment]:
-        return {tp: e.assignment for tp, e in self._entries(topic) if e.assignment is not None}
+        return dict(self._table.assignments(topic))
 
     def iter_partitions(self, topic: str | None = None) -> Iterator[TopicPartition]:
         """Partitions with an assignment, lazily, in insertion order."""
-        return (tp for tp, e in self._entries(topic) if e.assignment is not None)
+        return (tp for tp, _ in self._table.assignments(topic))
 
     def all_partitions(self) -> set[TopicPartition]:
         return set(self.iter_partitions())
@@ -357,27 +261,21 @@ class ControllerContext:
         return set(self.iter_partitions(topic))
 
     def partitions_on_broker(self, broker_id: int) -> set[TopicPartition]:
-        return {
-            tp
-            for tp, e in self._entries()
-            if e.assignment is not None and broker_id in e.assignment.replicas
-        }
+        return {tp for tp, a in self._table.assignments() if broker_id in a.replicas}
 
     def replicas_on_brokers(self, broker_ids: Collection[int]) -> set[PartitionAndReplica]:
         return {
             PartitionAndReplica(tp, r)
-            for tp, e in self._entries()
-            if e.assignment is not None
-            for r in e.assignment.replicas
+            for tp, a in self._table.assignments()
+            for r in a.replicas
             if r in broker_ids
         }
 
     def replicas_for_topic(self, topic: str) -> set[PartitionAndReplica]:
         return {
             PartitionAndReplica(tp, r)
-            for tp, e in self._entries(topic)
-            if e.assignment is not None
-            for r in e.assignment.replicas
+            for tp, a in self._table.assignments(topic)
+            for r in a.replicas
         }
 
     def replicas_for_partitions(self, tps: Iterable[TopicPartition]) -> set[PartitionAndReplica]:
@@ -391,17 +289,16 @@ class ControllerContext:
         """All assigned replicas split by ``is_replica_online`` (shutting down = offline)."""
         online: set[PartitionAndReplica] = set()
         offline: set[PartitionAndReplica] = set()
-        for tp, e in self._entries():
-            if e.assignment:
-                for r in e.assignment.replicas:
-                    is_online = self.is_replica_online(r, tp)
-                    (online if is_online else offline).add(PartitionAndReplica(tp, r))
+        for tp, a in self._table.assignments():
+            for r in a.replicas:
+                is_online = self.is_replica_online(r, tp)
+                (online if is_online else offline).add(PartitionAndReplica(tp, r))
         return online, offline
 
     # ------------------------------------------------------------------ leadership
 
     def partition_leadership_info(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
-        entry = self._entry(tp)
+        entry = self._table.get(tp)
         return None if entry is None else entry.leadership
 
     def partition_leader_and_isr(self, tp: TopicPartition) -> LeaderAndIsr | None:
@@ -411,43 +308,26 @@ class ControllerContext:
     def put_partition_leadership_info(
         self, tp: TopicPartition, info: LeaderIsrAndControllerEpoch
     ) -> None:
-        lai = info.leader_and_isr
-        isr = self._intern(self._interned_isrs, tuple(lai.isr))
-        if isr is not lai.isr:
-            lai = LeaderAndIsr(
-                lai.leader, lai.leader_epoch, isr, lai.leader_recovery_state, lai.partition_epoch
-            )
-            info = LeaderIsrAndControllerEpoch(lai, info.controller_epoch)
-        entry = self._entry_for_update(tp)
-        previous = entry.leadership
-        if previous is None:
-            self._leadership_count += 1
-        entry.leadership = info
+        entry, previous = self._table.set_leadership(tp, info)
         assignment = entry.assignment if entry.assignment is not None else EMPTY_ASSIGNMENT
-        self._update_imbalance(tp, assignment, previous, assignment, info)
+        self._update_imbalance(tp, assignment, previous, assignment, entry.leadership)
 
     def remove_partition_leadership_info(self, tp: TopicPartition) -> None:
         """Drop one cache entry (not in Kafka's context; keeps the imbalance metric exact)."""
-        entry = self._entry(tp)
+        entry = self._table.get(tp)
         if entry is None or entry.leadership is None:
             return
         assignment = entry.assignment if entry.assignment is not None else EMPTY_ASSIGNMENT
         self._update_imbalance(tp, assignment, entry.leadership, None, None)
-        entry.leadership = None
-        self._leadership_count -= 1
-        self._drop_if_empty(tp.topic, tp.partition, entry)
+        self._table.clear_leadership(tp, entry)
 
     def partitions_leadership_info(
         self,
     ) -> Iterator[tuple[TopicPartition, LeaderIsrAndControllerEpoch]]:
-        return ((tp, e.leadership) for tp, e in self._entries() if e.leadership is not None)
+        return self._table.leaderships()
 
     def clear_partition_leadership_info(self) -> None:
-        for topic, parts in list(self._partitions.items()):
-            for p, entry in list(parts.items()):
-                entry.leadership = None
-                self._drop_if_empty(topic, p, entry)
-        self._leadership_count = 0
+        self._table.clear_all_leadership()
         # Kafka leaves the counter alone; it only ever clears an already-empty cache (after
         # resetContext). Zeroing keeps counter == recount in every case.
         self._preferred_replica_imbalance_count = 0
@@ -477,7 +357,7 @@ class ControllerContext:
         queued = self._topics_to_be_deleted
         return {
             tp
-            for tp, e in self._entries()
+            for tp, e in self._table.entries()
             if e.leadership is not None
             and tp.topic not in queued
             and e.leadership.leader_and_isr.leader == broker_id
@@ -503,7 +383,7 @@ class ControllerContext:
 
     def _clean_imbalance(self, topic: str) -> None:
         """Kafka's ``cleanPreferredReplicaImbalanceMetric``: drop a topic's contribution."""
-        for _, e in self._entries(topic):
+        for _, e in self._table.entries(topic):
             if e.assignment is not None and e.leadership is not None:
                 self._preferred_replica_imbalance_count -= _imbalanced(e.assignment, e.leadership)
 
@@ -511,22 +391,17 @@ class ControllerContext:
 
     def partition_state(self, tp: TopicPartition) -> PartitionState:
         """The recorded state; NonExistentPartition when none is recorded."""
-        entry = self._entry(tp)
+        entry = self._table.get(tp)
         if entry is None or entry.state is None:
             return _NON_EXISTENT
         return entry.state
 
     def has_partition_state(self, tp: TopicPartition) -> bool:
-        entry = self._entry(tp)
+        entry = self._table.get(tp)
         return entry is not None and entry.state is not None
 
     def put_partition_state(self, tp: TopicPartition, state: PartitionState) -> None:
-        entry = self._entry_for_update(tp)
-        previous = entry.state
-        if previous is not None:
-            self._partition_state_counts[previous] -= 1
-        self._partition_state_counts[state] += 1
-        entry.state = state
+        previous = self._table.set_state(tp, state)
         self._update_offline_count(tp, _NON_EXISTENT if previous is None else previous, state)
 
     def put_partition_state_if_not_exists(self, tp: TopicPartition, state: PartitionState) -> None:
@@ -535,10 +410,7 @@ class ControllerContext:
         Kafka also re-counts when the recorded state already equals ``state``; that path is
         unreachable there (only NonExistentPartition is ever passed) and is not reproduced.
         """
-        entry = self._entry_for_update(tp)
-        if entry.state is None:
-            entry.state = state
-            self._partition_state_counts[state] += 1
+        if self._table.set_state_if_absent(tp, state):
             self._update_offline_count(tp, _NON_EXISTENT, state)
 
     def _update_offline_count(
@@ -555,7 +427,7 @@ class ControllerContext:
 
     def partition_states(self) -> Iterator[tuple[TopicPartition, PartitionState]]:
         """Every recorded partition state."""
-        return ((tp, e.state) for tp, e in self._entries() if e.state is not None)
+        return self._table.states()
 
     def partitions_in_states(
         self, states: Collection[PartitionState], topic: str | None = None
@@ -565,7 +437,7 @@ class ControllerContext:
             return {tp for tp, s in self.partition_states() if s in states}
         return {
             tp
-            for tp, e in self._entries(topic)
+            for tp, e in self._table.entries(topic)
             if e.assignment is not None
             and (_NON_EXISTENT if e.state is None else e.state) in states
         }
@@ -586,60 +458,26 @@ class ControllerContext:
 
     def replica_state(self, replica: PartitionAndReplica) -> ReplicaState:
         """The recorded state; NonExistentReplica when none is recorded."""
-        entry = self._entry(replica.tp)
-        if entry is not None:
-            for r, s in entry.replica_states:
-                if r == replica.replica:
-                    return s
-        return _NON_EXISTENT_REPLICA
+        state = self._table.replica_state(replica.tp, replica.replica)
+        return _NON_EXISTENT_REPLICA if state is None else state
 
     def has_replica_state(self, replica: PartitionAndReplica) -> bool:
-        entry = self._entry(replica.tp)
-        return entry is not None and any(r == replica.replica for r, _ in entry.replica_states)
+        return self._table.replica_state(replica.tp, replica.replica) is not None
 
     def put_replica_state(self, replica: PartitionAndReplica, state: ReplicaState) -> None:
-        self._set_replica_state(replica, state, overwrite=True)
+        self._table.set_replica_state(replica.tp, replica.replica, state, overwrite=True)
 
     def put_replica_state_if_not_exists(
         self, replica: PartitionAndReplica, state: ReplicaState
     ) -> None:
-        self._set_replica_state(replica, state, overwrite=False)
-
-    def _set_replica_state(
-        self, replica: PartitionAndReplica, state: ReplicaState, overwrite: bool
-    ) -> None:
-        entry = self._entry_for_update(replica.tp)
-        pair = self._intern(self._interned_replica_states, (replica.replica, state))
-        states = entry.replica_states
-        for i, (r, old) in enumerate(states):
-            if r == replica.replica:
-                if not overwrite or old == state:
-                    return
-                self._replica_state_counts[old] -= 1
-                self._replica_state_counts[state] += 1
-                updated = (*states[:i], pair, *states[i + 1 :])
-                entry.replica_states = self._intern(self._interned_replica_states, updated)
-                return
-        self._replica_state_counts[state] += 1
-        entry.replica_states = self._intern(self._interned_replica_states, (*states, pair))
+        self._table.set_replica_state(replica.tp, replica.replica, state, overwrite=False)
 
     def remove_replica_state(self, replica: PartitionAndReplica) -> None:
-        entry = self._entry(replica.tp)
-        if entry is None:
-            return
-        kept = tuple(p for p in entry.replica_states if p[0] != replica.replica)
-        if len(kept) == len(entry.replica_states):
-            return
-        removed = next(s for r, s in entry.replica_states if r == replica.replica)
-        self._replica_state_counts[removed] -= 1
-        entry.replica_states = self._intern(self._interned_replica_states, kept)
-        self._drop_if_empty(replica.tp.topic, replica.tp.partition, entry)
+        self._table.remove_replica_state(replica.tp, replica.replica)
 
     def replica_states(self) -> Iterator[tuple[PartitionAndReplica, ReplicaState]]:
         """Every recorded replica state."""
-        for tp, e in self._entries():
-            for r, s in e.replica_states:
-                yield PartitionAndReplica(tp, r), s
+        return ((PartitionAndReplica(tp, r), s) for tp, r, s in self._table.replica_states())
 
     def replicas_in_state(self, topic: str, state: ReplicaState) -> set[PartitionAndReplica]:
         """Assigned replicas of ``topic`` in ``state``."""
@@ -708,15 +546,10 @@ class ControllerContext:
         if topic_id is not None:
             self.topic_names.pop(topic_id, None)
         # Kafka drops leadership only for partitions that had an assignment.
-        for p, entry in list(self._partitions.get(topic, {}).items()):
-            if entry.assignment is None:
-                continue
-            entry.assignment = None
-            self._assignment_count -= 1
-            if entry.leadership is not None:
-                entry.leadership = None
-                self._leadership_count -= 1
-            self._drop_if_empty(topic, p, entry)
+        for tp, entry in list(self._table.entries(topic)):
+            if entry.assignment is not None:
+                self._table.clear_leadership(tp, entry)
+                self._table.clear_assignment(tp, entry)
 
     # ------------------------------------------------------------------ reset
 
@@ -731,12 +564,9 @@ class ControllerContext:
         self.all_topics.clear()
         self.topic_ids.clear()
         self.topic_names.clear()
-        self._partitions.clear()
+        self._table.clear()
         self.partitions_being_reassigned.clear()
         self.replicas_on_offline_dirs.clear()
         self._live_brokers.clear()
         self._broker_epochs.clear()
-        self._interned_assignments.clear()
-        self._interned_isrs.clear()
-        self._interned_replica_states.clear()
         self._reset_counters()
