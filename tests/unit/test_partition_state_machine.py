@@ -395,11 +395,9 @@ def test_no_offline_partitions_change_for_topics_being_deleted(h: ControllerHarn
 
 
 def test_updating_offline_partitions_count_during_topic_deletion(h: ControllerHarness) -> None:
-    # Kafka drives this through TopicDeletionManager.enqueueTopicsForDeletion, which we do not
-    # have yet; the steps below are what it does to a topic whose replicas are all offline
-    # (reference §2.6, onTopicDeletion step 1): queue the topic, move its partitions Offline
-    # -> NonExistent, and only then mark its deletion started. Re-point this test at the
-    # deletion manager when it exists.
+    # Kafka uses mock state machines here; ours are the real ones, so the deletion manager
+    # really moves the partitions Offline -> NonExistent before marking the deletion started
+    # (reference §2.6, onTopicDeletion step 1), which is what keeps the count at 0.
     h.create_topic("test", dict.fromkeys(range(4), (BROKER,)))
     h.psm.handle_state_changes(PARTITIONS, New)
     h.psm.handle_state_changes(PARTITIONS, Offline)
@@ -407,10 +405,8 @@ def test_updating_offline_partitions_count_during_topic_deletion(h: ControllerHa
         h.ctx.put_replica_state(PartitionAndReplica(tp, BROKER), ReplicaState.OfflineReplica)
     assert h.ctx.offline_partition_count == 4
 
-    h.ctx.queue_topic_deletion(["test"])
-    h.psm.handle_state_changes(PARTITIONS, Offline)
-    h.psm.handle_state_changes(PARTITIONS, NonExistent)
-    h.ctx.begin_topic_deletion(["test"])
+    h.controller.topic_deletion_manager.enqueue_topics_for_deletion({"test"})
 
     assert h.ctx.offline_partition_count == 0
+    assert h.ctx.is_topic_deletion_in_progress("test")
     assert all(h.ctx.partition_state(tp) is NonExistent for tp in PARTITIONS)
