@@ -71,6 +71,17 @@ from controller.zk.port import (
 if TYPE_CHECKING:
     from controller.zk.memory_session import MemoryZkSession
 
+
+def __getattr__(name: str) -> object:
+    # ``from controller.zk.memory import MemoryZkSession`` works too: resolved lazily, since
+    # the client module imports this one.
+    if name == "MemoryZkSession":
+        from controller.zk.memory_session import MemoryZkSession
+
+        return MemoryZkSession
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 Dispatcher = Callable[[Callable[[], None]], None]
 
 log = structlog.get_logger("zkctl.zk.memory")
