@@ -26,7 +26,12 @@ from types import FrameType
 import structlog
 
 from controller.channel.manager import ControllerChannelManager
-from controller.config import ConfigError, ControllerConfig, changed_settings
+from controller.config import (
+    ConfigError,
+    ControllerConfig,
+    changed_settings,
+    parse_zookeeper_connect,
+)
 from controller.core.controller import Controller
 from controller.core.events import Resign
 from controller.http_server import ControllerHttpServer, Readiness, start_http_server
@@ -100,6 +105,7 @@ class ControllerDaemon:
         self.http = start_http_server(
             self.config.metrics_listen, self.metrics.registry, self.readiness
         )
+        self._create_chroot_if_necessary()
         self.port.start(timeout=self.config.zookeeper_connection_timeout_ms / 1000)
         follow_active_state(self.grpc, self.controller)
         self.grpc.start()
@@ -114,6 +120,24 @@ class ControllerDaemon:
             metrics_url=f"{self.http.url}/metrics",
             grpc=self.grpc.address,
         )
+
+    def _create_chroot_if_necessary(self) -> None:
+        """Kafka's ``createChrootIfNecessary``: a new cluster's chroot is created by its first
+        controller, from a short session on the ensemble's root."""
+        hosts, chroot = parse_zookeeper_connect(self.config.zookeeper_connect)
+        if chroot is None:
+            return
+        root = KazooPort(
+            ",".join(str(h) for h in hosts),
+            session_timeout=self.config.zookeeper_session_timeout_ms / 1000,
+        )
+        root.start(timeout=self.config.zookeeper_connection_timeout_ms / 1000)
+        try:
+            if root.exists(chroot) is None:
+                root.ensure_path(chroot)
+                log.info("created the ZooKeeper chroot", chroot=chroot)
+        finally:
+            root.stop()
 
     def endpoint(self) -> ControllerEndpoint:
         grpc_host, _, _ = self.grpc.address.rpartition(":")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import ControllerProcess, wait_until
+from tests.support import ControllerProcess, kazoo, wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -89,3 +89,21 @@ def test_sighup_reloads_dynamic_settings_and_reopens_the_state_change_log(
         code = proc.terminate()
     assert code == 0
     assert _logged(proc, "controller stopped")
+
+
+def test_first_controller_creates_a_missing_chroot(zk_connect: str, tmp_path: Path) -> None:
+    # Kafka's createChrootIfNecessary: a fresh cluster's chroot does not exist yet.
+    connect = f"{zk_connect}/cluster-a"
+    proc = ControllerProcess(connect, 1, tmp_path)
+    try:
+        proc.wait_serving()
+        wait_until(lambda: proc.active() == 1, what="controller 1 active under the new chroot")
+        client = kazoo(zk_connect)
+        try:
+            assert client.exists("/cluster-a/controller") is not None
+            assert client.exists("/cluster-a/zk-controller/controllers/1") is not None
+        finally:
+            client.stop()
+            client.close()
+    finally:
+        assert proc.terminate() == 0
