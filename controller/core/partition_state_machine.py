@@ -36,7 +36,8 @@ from controller.core.model import (
     PartitionState,
     TopicPartition,
 )
-from controller.zk.errors import ControllerMovedError, NoNodeError
+from controller.core.state_reads import read_states_for_update
+from controller.zk.errors import ControllerMovedError
 
 if TYPE_CHECKING:
     from controller.channel.batch import ControllerBrokerRequestBatch
@@ -258,31 +259,14 @@ class PartitionStateMachine:
         self, partitions: list[TopicPartition], strategy: ElectionStrategy
     ) -> tuple[ElectionOutcome, list[TopicPartition]]:
         ctx = self._ctx
-        finished: ElectionOutcome = {}
-        try:
-            raw = self.ctl.gateway.get_partition_states_raw(partitions)
-        except Exception as exc:
-            return dict.fromkeys(partitions, exc), []
-        current: dict[TopicPartition, LeaderAndIsr] = {}
-        for tp in partitions:
-            res = raw.get(tp)
-            if isinstance(res, LeaderIsrAndControllerEpoch):
-                if res.controller_epoch > ctx.epoch:
-                    finished[tp] = StateChangeFailedError(
-                        f"Leader and isr path written by another controller. This probably means "
-                        f"the current controller with epoch {ctx.epoch} went through a soft "
-                        f"failure and another controller was elected with epoch "
-                        f"{res.controller_epoch}. Aborting state change by this controller"
-                    )
-                else:
-                    current[tp] = res.leader_and_isr
-            elif isinstance(res, NoNodeError) or res is None:
-                finished[tp] = StateChangeFailedError(
-                    f"Failed to elect leader for partition {tp} under strategy "
-                    f"{type(strategy).__name__}: LeaderAndIsr information doesn't exist"
-                )
-            else:
-                finished[tp] = res
+        read = read_states_for_update(self.ctl.gateway, partitions, ctx.epoch)
+        finished: ElectionOutcome = dict(read.failed)
+        current = read.current
+        for tp in read.missing:
+            finished[tp] = StateChangeFailedError(
+                f"Failed to elect leader for partition {tp} under strategy "
+                f"{type(strategy).__name__}: LeaderAndIsr information doesn't exist"
+            )
         elections = self._run_elections(current, strategy, finished)
         to_write = {r.tp: r.leader_and_isr for r in elections if r.leader_and_isr is not None}
         for r in elections:

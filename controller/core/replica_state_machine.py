@@ -25,7 +25,8 @@ from controller.core.model import (
     ReplicaState,
     TopicPartition,
 )
-from controller.zk.errors import ControllerMovedError, NoNodeError
+from controller.core.state_reads import read_states_for_update
+from controller.zk.errors import ControllerMovedError
 
 if TYPE_CHECKING:
     from controller.channel.batch import ControllerBrokerRequestBatch
@@ -243,47 +244,25 @@ class ReplicaStateMachine:
         self, replica_id: int, partitions: list[TopicPartition]
     ) -> tuple[dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception], list[TopicPartition]]:
         ctx = self._ctx
-        finished: dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception] = {}
-        try:
-            raw = self.ctl.gateway.get_partition_states_raw(partitions)
-        except Exception as exc:
-            # Kafka's getTopicPartitionStatesFromZk: a failed read fails these partitions
-            # only. Letting it escape would abort the whole call and discard the batch (the
-            # StopReplica requests, the other replicas' transitions).
-            return dict.fromkeys(partitions, exc), []
+        read = read_states_for_update(self.ctl.gateway, partitions, ctx.epoch)
+        finished: dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception] = dict(read.failed)
         unchanged: dict[TopicPartition, LeaderAndIsr] = {}
         adjusted: dict[TopicPartition, LeaderAndIsr] = {}
-        for tp in partitions:
-            res = raw.get(tp)
-            if isinstance(res, LeaderIsrAndControllerEpoch):
-                if res.controller_epoch > ctx.epoch:
-                    finished[tp] = StateChangeFailedError(
-                        f"Leader and isr path written by another controller. This probably "
-                        f"means the current controller with epoch {ctx.epoch} went through a "
-                        f"soft failure and another controller was elected with epoch "
-                        f"{res.controller_epoch}. Aborting state change by this controller"
-                    )
-                    continue
-                lai = res.leader_and_isr
-                if replica_id in lai.isr:
-                    leader = NO_LEADER if lai.leader == replica_id else lai.leader
-                    # The ISR is never emptied: the last member stays (pitfall 1).
-                    isr = (
-                        lai.isr
-                        if len(lai.isr) == 1
-                        else tuple(r for r in lai.isr if r != replica_id)
-                    )
-                    adjusted[tp] = lai.new_leader_and_isr(leader, isr)
-                else:
-                    unchanged[tp] = lai
-            elif isinstance(res, NoNodeError) or res is None:
-                if not ctx.is_topic_queued_up_for_deletion(tp.topic):
-                    finished[tp] = StateChangeFailedError(
-                        f"Failed to change state of replica {replica_id} for partition {tp} "
-                        "since the leader and isr path in zookeeper is empty"
-                    )
+        for tp, lai in read.current.items():
+            if replica_id in lai.isr:
+                leader = NO_LEADER if lai.leader == replica_id else lai.leader
+                # The ISR is never emptied: the last member stays (pitfall 1).
+                isr = lai.isr if len(lai.isr) == 1 else tuple(r for r in lai.isr if r != replica_id)
+                adjusted[tp] = lai.new_leader_and_isr(leader, isr)
             else:
-                finished[tp] = res
+                unchanged[tp] = lai
+        for tp in read.missing:
+            # A topic being deleted may have lost its state already: skipped silently (§3.4).
+            if not ctx.is_topic_queued_up_for_deletion(tp.topic):
+                finished[tp] = StateChangeFailedError(
+                    f"Failed to change state of replica {replica_id} for partition {tp} "
+                    "since the leader and isr path in zookeeper is empty"
+                )
         update = self.ctl.gateway.update_leader_and_isr(adjusted, ctx.epoch, ctx.epoch_zk_version)
         for tp, lai in unchanged.items():
             info = LeaderIsrAndControllerEpoch(lai, ctx.epoch)
