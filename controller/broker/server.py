@@ -27,17 +27,29 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from controller.admin.controller_client import ControllerClient
 from controller.api import MESSAGE_SIZE_OPTIONS
 from controller.api.v1 import broker_pb2, broker_pb2_grpc
+from controller.broker.isr_manager import AlterPartitionManager
 from controller.broker.registration import BrokerRegistrar
+from controller.broker.replication import (
+    DEFAULT_REPLICA_FETCH_INTERVAL_MS,
+    DEFAULT_REPLICA_LAG_TIME_MAX_MS,
+    Replication,
+    ReplicationConfig,
+)
 from controller.broker.service import BrokerServicer
 from controller.broker.state import ReplicaState
 from controller.core.model import UNKNOWN_BROKER_EPOCH, EndPoint, TopicPartition
-from controller.zk.codecs import BrokerRegistration
+from controller.zk import paths
+from controller.zk.codecs import BrokerRegistration, encode_log_dir_event
 from controller.zk.port import ZkPort
 
 log = structlog.get_logger("controller.broker")
 
+# How long a leader's AlterPartition keeps looking for the active controller before its
+# manager backs off and sends again (it never gives up).
+ALTER_PARTITION_TIMEOUT_S = 5.0
 BROKER_SERVICE_NAME: str = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
 _WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
 
@@ -69,6 +81,11 @@ class BrokerConfig:
     controller_listener: str = "CONTROLLER"
     inter_broker_listener: str = "PLAINTEXT"
     max_workers: int = 4
+    # replica.lag.time.max.ms: a follower that has not fetched for this long leaves the
+    # ISR (the leader asks the controller through AlterPartition).
+    replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS
+    # How often a follower fetches from its leader (Kafka's replica.fetch.wait.max.ms).
+    replica_fetch_interval_ms: int = DEFAULT_REPLICA_FETCH_INTERVAL_MS
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
@@ -93,6 +110,28 @@ class BrokerServer:
         self._health: health.HealthServicer | None = None
         self._registrar: BrokerRegistrar | None = None
         self._port = 0
+        # Replication (controller.broker.replication): only a registered broker can
+        # find the controller, so only it proposes ISR changes and runs its threads.
+        self._controller_client = (
+            ControllerClient(zk, timeout_s=ALTER_PARTITION_TIMEOUT_S) if zk else None
+        )
+        alter_partition = None
+        if self._controller_client is not None:
+            client = self._controller_client
+            alter_partition = AlterPartitionManager(
+                config.broker_id,
+                lambda: self.state.broker_epoch,
+                lambda request: client.controller("AlterPartition", request),
+            )
+        self.replication = Replication(
+            self.state,
+            ReplicationConfig(
+                replica_lag_time_max_ms=config.replica_lag_time_max_ms,
+                replica_fetch_interval_ms=config.replica_fetch_interval_ms,
+                inter_broker_listener=config.inter_broker_listener,
+            ),
+            alter_partition,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -108,7 +147,9 @@ class BrokerServer:
             # no SO_REUSEPORT: two brokers must never silently share a port
             options=[*MESSAGE_SIZE_OPTIONS, ("grpc.so_reuseport", 0)],
         )
-        broker_pb2_grpc.add_BrokerServiceServicer_to_server(BrokerServicer(self.state), server)
+        broker_pb2_grpc.add_BrokerServiceServicer_to_server(
+            BrokerServicer(self.state, self.replication.handle_fetch), server
+        )
         health_servicer = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
         reflection.enable_server_reflection(
@@ -133,20 +174,27 @@ class BrokerServer:
                 self.stop(grace=0)
                 raise
             self._registrar = registrar
+            self.replication.start()
         return self
 
-    def stop(self, grace: float | None = 1.0) -> None:
+    def stop(self, grace: float | None = 1.0, *, deregister: bool = True) -> None:
         """Deregister (delete our znode), then stop serving after ``grace`` seconds at most.
+
+        ``deregister=False`` leaves the registration to the session (a crashed broker
+        whose ZooKeeper session has not expired yet).
 
         The ZooKeeper session itself belongs to the caller and is left open.
         """
         server, self._server = self._server, None
         if server is None:
             return
+        self.replication.stop()
+        if self._controller_client is not None:
+            self._controller_client.close()
         if self._health is not None:
             self._health.enter_graceful_shutdown()
         if self._registrar is not None:
-            self._registrar.stop(deregister=True)
+            self._registrar.stop(deregister=deregister)
             self._registrar = None
         server.stop(grace).wait()
         log.info("broker stopped", broker_id=self.broker_id)
@@ -197,14 +245,25 @@ class BrokerServer:
 
     # -- operations ------------------------------------------------------------------------------
 
-    def fail_log_dir(self, partitions: Iterable[TopicPartition]) -> None:
-        """Simulate a failed log dir holding ``partitions``: LeaderAndIsr (and StopReplica)
-        answer KAFKA_STORAGE_ERROR for them from now on.
+    def fail_log_dir(self, partitions: Iterable[TopicPartition], *, notify: bool = True) -> None:
+        """Simulate a failed log dir holding ``partitions``: from now on they answer
+        KAFKA_STORAGE_ERROR (LeaderAndIsr, StopReplica, Fetch), are neither fetched nor led,
+        and, with ``notify``, the controller is told as Kafka's broker tells it
+        (``propagateLogDirEvent``): a sequential ``/log_dir_event_notification/log_dir_event_``
+        znode, ``{"version":1,"broker":N,"event":1}`` (reference §1.4, §2.11).
 
-        Later: also write ``/log_dir_event_notification/log_dir_event_N`` (reference §2.11)
-        so that the controller learns about it without waiting for a LeaderAndIsr.
+        Without ``notify`` (or without a ZooKeeper session, when there is nobody to tell) the
+        controller learns only from the next LeaderAndIsr response.
         """
         self.state.fail_log_dir(partitions)
+        if notify and self._zk is not None:
+            path = self._zk.create(
+                paths.LOG_DIR_EVENT_CREATE_PATH,
+                encode_log_dir_event(self.broker_id),
+                sequential=True,
+                makepath=True,
+            )
+            log.warning("log dir failure announced", broker_id=self.broker_id, path=path)
 
     def describe(self) -> broker_pb2.DescribeResponse:
         return self.state.describe()

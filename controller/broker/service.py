@@ -19,8 +19,15 @@ _Resp = TypeVar("_Resp")
 
 
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
-    def __init__(self, state: ReplicaState) -> None:
+    def __init__(
+        self,
+        state: ReplicaState,
+        fetch: Callable[[broker_pb2.FetchRequest], broker_pb2.FetchResponse] | None = None,
+    ) -> None:
+        """``fetch``: the leader side of replication (``Replication.handle_fetch``); without
+        it, Fetch answers NOT_LEADER_OR_FOLLOWER for every partition."""
         self._state = state
+        self._fetch = fetch
 
     def _handle(
         self,
@@ -72,3 +79,26 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         self, request: broker_pb2.DescribeRequest, context: grpc.ServicerContext
     ) -> broker_pb2.DescribeResponse:
         return self._state.describe()
+
+    def Fetch(
+        self, request: broker_pb2.FetchRequest, context: grpc.ServicerContext
+    ) -> broker_pb2.FetchResponse:
+        return self._handle(
+            "Fetch",
+            request,
+            self._fetch or _not_replicating,
+            lambda _: broker_pb2.FetchResponse(error_code=Errors.UNKNOWN_SERVER_ERROR),
+        )
+
+
+def _not_replicating(request: broker_pb2.FetchRequest) -> broker_pb2.FetchResponse:
+    response = broker_pb2.FetchResponse(error_code=Errors.NONE)
+    for topic in request.topics:
+        out = response.topics.add(topic_name=topic.topic_name, topic_id=topic.topic_id)
+        for p in topic.partitions:
+            out.partitions.add(
+                partition_index=p.partition_index,
+                error_code=Errors.NOT_LEADER_OR_FOLLOWER,
+                leader_epoch=-1,
+            )
+    return response

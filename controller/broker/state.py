@@ -1,8 +1,10 @@
 """The reference broker's replica state: partition table, metadata cache and Kafka's rules.
 
 ``ReplicaState`` applies the controller's three requests the way Kafka 3.6's ``KafkaApis`` and
-``ReplicaManager`` do (reference §4.4a), and nothing more: there are no logs, no fetchers and
-no produce path. What it keeps is exactly what the controller's correctness depends on:
+``ReplicaManager`` do (reference §4.4a), and nothing more: there are no logs and no produce
+path. Fetching and ISR changes live in ``controller.broker.replication``, which reads the
+partition table here and writes back only the answers to its AlterPartition requests. What it
+keeps is exactly what the controller's correctness depends on:
 
 * the broker epoch (czxid of its registration) and the highest controller epoch accepted;
 * per partition it hosts: role, leader, leader epoch, partition epoch, ISR, replicas and topic
@@ -32,6 +34,7 @@ from controller.core.model import (
     LEADER_DURING_DELETE,
     NO_EPOCH,
     UNKNOWN_BROKER_EPOCH,
+    EndPoint,
     TopicPartition,
 )
 
@@ -87,6 +90,8 @@ class ReplicaState:
             TopicPartition, tuple[str, broker_pb2.UpdateMetadataPartitionState]
         ] = {}
         self._received: Counter[str] = Counter()
+        # Leaders' inter-broker addresses from LeaderAndIsr live_leaders (for fetching).
+        self._leader_addresses: dict[int, str] = {}
 
     # -- epochs ------------------------------------------------------------------------------
 
@@ -124,6 +129,10 @@ class ReplicaState:
                 self._log_rejected("LeaderAndIsr", request, Errors.STALE_CONTROLLER_EPOCH)
                 return leader_and_isr_error_response(request, Errors.STALE_CONTROLLER_EPOCH)
             self._controller_epoch = request.controller_epoch
+            for live in request.live_leaders:
+                self._leader_addresses[live.broker_id] = EndPoint(
+                    "", live.host_name, live.port
+                ).address
 
             response = broker_pb2.LeaderAndIsrResponse(error_code=common_pb2.NONE)
             outcomes: Counter[str] = Counter()
@@ -286,6 +295,84 @@ class ReplicaState:
             self._offline |= added
         if added:
             log.warning("log dir failed", partitions=sorted(str(tp) for tp in added))
+
+    # -- replication (controller.broker.replication) ----------------------------------------
+
+    def is_offline(self, tp: TopicPartition) -> bool:
+        with self._lock:
+            return tp in self._offline
+
+    def followed_partitions(self) -> list[tuple[TopicPartition, str, int, int]]:
+        """(partition, topic id, leader, leader epoch) of every partition this broker follows
+        and should fetch: role FOLLOWER, a leader that is another broker, not on a failed
+        log dir. Stopped partitions are not followed."""
+        with self._lock:
+            return [
+                (tp, h.topic_id, h.leader, h.leader_epoch)
+                for tp, h in sorted(self._partitions.items())
+                if h.role is Role.FOLLOWER
+                and h.leader >= 0
+                and h.leader != self.broker_id
+                and tp not in self._offline
+            ]
+
+    def led_partitions(self) -> list[tuple[TopicPartition, Hosted]]:
+        """Copies of the rows this broker leads (not on a failed log dir)."""
+        with self._lock:
+            return [
+                (tp, replace(h))
+                for tp, h in sorted(self._partitions.items())
+                if h.role is Role.LEADER and tp not in self._offline
+            ]
+
+    def has_alive_broker(self, broker_id: int) -> bool:
+        """Whether the metadata cache lists the broker (Kafka's ``hasAliveBroker``)."""
+        with self._lock:
+            return broker_id in self._live_brokers
+
+    def leader_address(self, broker_id: int, listener: str) -> str | None:
+        """Where to reach a leader: its LeaderAndIsr live_leaders address, else its
+        ``listener`` endpoint in the metadata cache."""
+        with self._lock:
+            address = self._leader_addresses.get(broker_id)
+            if address is not None:
+                return address
+            broker = self._live_brokers.get(broker_id)
+            if broker is None:
+                return None
+            for endpoint in broker.endpoints:
+                if endpoint.listener == listener:
+                    return EndPoint(listener, endpoint.host, endpoint.port).address
+            return None
+
+    def apply_isr_change(
+        self,
+        tp: TopicPartition,
+        *,
+        leader_epoch: int,
+        isr: Iterable[int],
+        leader_recovery_state: int,
+        partition_epoch: int,
+    ) -> bool:
+        """Apply an AlterPartition answer to a partition this broker leads.
+
+        Only when the row is still led here at ``leader_epoch`` (AlterPartition never changes
+        the leader epoch; a newer LeaderAndIsr wins) and the answer is not older than the
+        row's partition epoch. Returns whether it was applied.
+        """
+        with self._lock:
+            hosted = self._partitions.get(tp)
+            if (
+                hosted is None
+                or hosted.role is not Role.LEADER
+                or hosted.leader_epoch != leader_epoch
+                or partition_epoch < hosted.partition_epoch
+            ):
+                return False
+            hosted.isr = tuple(isr)
+            hosted.partition_epoch = partition_epoch
+            hosted.leader_recovery_state = leader_recovery_state
+            return True
 
     # -- introspection -------------------------------------------------------------------------
 
