@@ -32,6 +32,12 @@ if TYPE_CHECKING:
     from controller.core.controller import Controller
 
 
+_ELECTION_TYPES = {
+    admin_pb2.ELECTION_TYPE_PREFERRED: ElectionType.PREFERRED,
+    admin_pb2.ELECTION_TYPE_UNCLEAN: ElectionType.UNCLEAN,
+}
+
+
 def _partition_result(tp: TopicPartition, outcome: ApiError | None) -> admin_pb2.PartitionResult:
     if outcome is None:
         return admin_pb2.PartitionResult(topic=tp.topic, partition=tp.partition)
@@ -101,11 +107,14 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     def ElectLeaders(
         self, request: admin_pb2.ElectLeadersRequest, context: grpc.ServicerContext
     ) -> admin_pb2.ElectLeadersResponse:
-        election_type = (
-            ElectionType.UNCLEAN
-            if request.election_type == admin_pb2.ELECTION_TYPE_UNCLEAN
-            else ElectionType.PREFERRED
-        )
+        election_type = _ELECTION_TYPES.get(request.election_type)
+        if election_type is None:
+            # An enum value this server does not know must not silently become PREFERRED.
+            return admin_pb2.ElectLeadersResponse(
+                error_code=Errors.INVALID_REQUEST,
+                error_message=f"unknown election type {request.election_type} "
+                "(expected ELECTION_TYPE_PREFERRED or ELECTION_TYPE_UNCLEAN)",
+            )
         partitions = frozenset(TopicPartition(p.topic, p.partition) for p in request.partitions)
         event = ReplicaLeaderElection(
             partitions=partitions or None,
