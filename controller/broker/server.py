@@ -19,7 +19,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterable
 from concurrent import futures
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 
 import grpc
@@ -39,6 +39,8 @@ from controller.broker.replication import (
     ReplicationConfig,
 )
 from controller.broker.service import BrokerServicer
+from controller.broker.shutdown import ControlledShutdownSettings
+from controller.broker.shutdown import controlled_shutdown as run_controlled_shutdown
 from controller.broker.state import ReplicaState
 from controller.core.model import UNKNOWN_BROKER_EPOCH, EndPoint, TopicPartition
 from controller.zk import paths
@@ -86,6 +88,10 @@ class BrokerConfig:
     replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS
     # How often a follower fetches from its leader (Kafka's replica.fetch.wait.max.ms).
     replica_fetch_interval_ms: int = DEFAULT_REPLICA_FETCH_INTERVAL_MS
+    # controlled.shutdown.enable / .max.retries / .retry.backoff.ms (Kafka's defaults).
+    controlled_shutdown: ControlledShutdownSettings = field(
+        default_factory=ControlledShutdownSettings
+    )
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
@@ -199,15 +205,23 @@ class BrokerServer:
         server.stop(grace).wait()
         log.info("broker stopped", broker_id=self.broker_id)
 
-    def controlled_shutdown(self) -> None:
-        """Hook run before ``stop`` on SIGTERM: ask the controller to move leadership away.
+    def controlled_shutdown(self) -> bool:
+        """Run before ``stop`` on SIGTERM: ask the active controller to move this broker's
+        leaderships away (``controller.broker.shutdown``, reference §2.9).
 
-        Not implemented yet (the controller side of ControlledShutdown, reference §2.9, comes
-        later). It will call ``ControllerService.ControlledShutdown(broker_id, broker_epoch)``
-        on the active controller (``/controller``) and retry while partitions remain, up to
-        ``controlled.shutdown.max.retries`` times.
+        Returns True when the controller reported nothing left to move. False when it is
+        disabled, the broker is not registered, or every attempt failed; the caller stops
+        the broker either way, as Kafka's broker does.
         """
-        log.info("controlled shutdown is not implemented yet; stopping directly")
+        if self._zk is None or self._registrar is None:
+            log.info("not registered; skipping controlled shutdown", broker_id=self.broker_id)
+            return False
+        return run_controlled_shutdown(
+            self._zk,
+            self.broker_id,
+            lambda: self.state.broker_epoch,
+            self.config.controlled_shutdown,
+        )
 
     def wait_for_termination(self, timeout: float | None = None) -> bool:
         """Block until the server stops; True if it did within ``timeout``."""

@@ -4,10 +4,11 @@
 
 It serves ``zkcontroller.v1.BrokerService`` (plus gRPC health and reflection) and registers as
 ``/brokers/ids/N`` with ``CONTROLLER://`` and ``PLAINTEXT://`` endpoints on that address.
-SIGTERM or SIGINT stops it cleanly (controlled-shutdown hook, deregistration, gRPC grace
-period, then the ZooKeeper session is closed). Exit codes: 0 on a requested stop, 1 when
-ZooKeeper or the listen address is unusable, 2 for bad arguments, 4 when the broker id is
-already registered by another live broker.
+SIGTERM or SIGINT stops it cleanly: a controlled shutdown first (the active controller moves
+this broker's leaderships away; Kafka's controlled.shutdown.* settings), then deregistration,
+the gRPC grace period, and the ZooKeeper session is closed. Exit codes: 0 on a requested stop,
+1 when ZooKeeper or the listen address is unusable, 2 for bad arguments, 4 when the broker id
+is already registered by another live broker.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ import structlog
 
 from controller.broker.registration import BrokerIdInUseError
 from controller.broker.server import BrokerConfig, BrokerServer, parse_host_port
+from controller.broker.shutdown import (
+    DEFAULT_ENABLE,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_RETRY_BACKOFF_MS,
+    ControlledShutdownSettings,
+)
 from controller.logs import configure_logging
 from controller.zk.errors import ZkError
 from controller.zk.kazoo_port import KazooPort
@@ -39,6 +46,30 @@ def _listen(value: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return value
+
+
+def _bool(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+
+
+def _non_negative(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {number}")
+    return number
+
+
+def _positive(value: str) -> int:
+    number = _non_negative(value)
+    if number == 0:
+        raise argparse.ArgumentTypeError("must be >= 1, got 0")
+    return number
 
 
 def register(subparsers: Any) -> None:
@@ -76,6 +107,28 @@ def register(subparsers: Any) -> None:
         metavar="MS",
         help="ZooKeeper session timeout (default: %(default)s)",
     )
+    parser.add_argument(
+        "--controlled-shutdown-enable",
+        type=_bool,
+        default=DEFAULT_ENABLE,
+        metavar="true|false",
+        help="on SIGTERM, ask the controller to move leaderships away before deregistering "
+        "(controlled.shutdown.enable; default: true)",
+    )
+    parser.add_argument(
+        "--controlled-shutdown-max-retries",
+        type=_positive,
+        default=DEFAULT_MAX_RETRIES,
+        metavar="N",
+        help="controlled shutdown attempts (controlled.shutdown.max.retries; default: %(default)s)",
+    )
+    parser.add_argument(
+        "--controlled-shutdown-retry-backoff-ms",
+        type=_non_negative,
+        default=DEFAULT_RETRY_BACKOFF_MS,
+        metavar="MS",
+        help="pause between attempts (controlled.shutdown.retry.backoff.ms; default: %(default)s)",
+    )
     parser.add_argument("--log-level", default="INFO", help="default: %(default)s")
     parser.set_defaults(func=broker_command)
 
@@ -105,6 +158,11 @@ def broker_command(args: argparse.Namespace) -> int:
         listen=args.listen,
         advertised_host=args.advertised_host,
         rack=args.rack,
+        controlled_shutdown=ControlledShutdownSettings(
+            enable=args.controlled_shutdown_enable,
+            max_retries=args.controlled_shutdown_max_retries,
+            retry_backoff_ms=args.controlled_shutdown_retry_backoff_ms,
+        ),
     )
     zk = KazooPort(args.zookeeper, session_timeout=args.session_timeout_ms / 1000)
     server = BrokerServer(config, zk)
@@ -126,7 +184,8 @@ def broker_command(args: argparse.Namespace) -> int:
         )
         stop_requested.wait()
         log.info("stopping broker", signal=signal.Signals(stop_signal[0]).name)
-        # The hook for Kafka's controlled shutdown (moving leadership away first).
+        # Kafka's controlled shutdown: leadership moves away while we still serve (the
+        # controller's LeaderAndIsr/StopReplica must reach us), then we deregister.
         server.controlled_shutdown()
         return 0
     finally:
