@@ -31,6 +31,8 @@ def all_handlers(ctl: Controller) -> list[Any]:
     from controller.handlers.config_changes import ConfigChanges
     from controller.handlers.deletion import TopicDeletionHandler
     from controller.handlers.elections import LeaderElections
+    from controller.handlers.isr import IsrChanges
+    from controller.handlers.log_dirs import LogDirEvents
     from controller.handlers.membership import BrokerMembership
     from controller.handlers.reassignment import PartitionReassignments
     from controller.handlers.responses import BrokerResponses
@@ -49,4 +51,6 @@ def all_handlers(ctl: Controller) -> list[Any]:
         LeaderElections(ctl),
         ControlledShutdownHandler(ctl),
         ConfigChanges(ctl),
+        IsrChanges(ctl),
+        LogDirEvents(ctl),
     ]

@@ -1,5 +1,12 @@
 """Broker responses (reference §2.11): LeaderAndIsr responses mark replicas on failed log
-dirs offline; UpdateMetadata response errors are logged."""
+dirs offline; UpdateMetadata response errors are logged.
+
+Per LeaderAndIsr response: KAFKA_STORAGE_ERROR means the replica sits on a failed dir, NONE
+means it is fine (again), anything else says nothing about the dir. The broker's set of
+replicas on failed dirs becomes ``(previous - online) | offline``; the newly offline ones go
+through ``onReplicasBecomeOffline``: elections for the partitions they led, then OfflineReplica
+(StopReplica, removal from the ISR, LeaderAndIsr to the other replicas).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,7 @@ import structlog
 
 from controller.api.errors import Errors, error_name
 from controller.core.events import LeaderAndIsrResponseReceived, UpdateMetadataResponseReceived
-from controller.core.model import PartitionAndReplica
+from controller.core.model import PartitionAndReplica, TopicPartition
 from controller.handlers.membership import on_replicas_become_offline
 
 if TYPE_CHECKING:
@@ -39,26 +46,46 @@ class BrokerResponses:
                 error=error_name(event.error_code),
             )
             return
-        offline = {
-            tp for tp, code in event.partition_errors.items() if code == Errors.KAFKA_STORAGE_ERROR
-        }
-        online = {tp for tp, code in event.partition_errors.items() if code == Errors.NONE}
         ctx = ctl.context
+        if event.broker_id not in ctx.live_or_shutting_down_broker_ids():
+            # A late answer from a broker that has failed since: its failure path has taken
+            # all its replicas offline already (Kafka would run that again, to no effect).
+            log.info(
+                "ignoring LeaderAndIsr response of a broker that is gone",
+                broker_id=event.broker_id,
+            )
+            return
+        offline: set[TopicPartition] = set()
+        online: set[TopicPartition] = set()
+        strangers: list[TopicPartition] = []
+        for tp, code in event.partition_errors.items():
+            if code not in (Errors.KAFKA_STORAGE_ERROR, Errors.NONE):
+                continue  # e.g. STALE_CONTROLLER_EPOCH for a state the broker already had
+            if event.broker_id not in ctx.partition_replica_assignment(tp):
+                # The partition was deleted or moved off this broker since the request left.
+                strangers.append(tp)
+            elif code == Errors.KAFKA_STORAGE_ERROR:
+                offline.add(tp)
+            else:
+                online.add(tp)
+        if strangers:
+            log.info(
+                "ignoring LeaderAndIsr results for partitions the broker no longer hosts",
+                broker_id=event.broker_id,
+                partitions=sorted(str(tp) for tp in strangers),
+            )
         previous = ctx.replicas_on_offline_dirs.get(event.broker_id, set())
         current = (previous - online) | offline
-        if current:
-            ctx.replicas_on_offline_dirs[event.broker_id] = current
-        else:
-            ctx.replicas_on_offline_dirs.pop(event.broker_id, None)
+        ctx.replicas_on_offline_dirs[event.broker_id] = current
         newly_offline = current - previous
         if newly_offline:
             log.warning(
-                "replicas on a failed log dir",
+                "marking replicas on a failed log dir offline",
                 broker_id=event.broker_id,
                 partitions=sorted(str(tp) for tp in newly_offline),
             )
             on_replicas_become_offline(
-                ctl, [PartitionAndReplica(tp, event.broker_id) for tp in newly_offline]
+                ctl, [PartitionAndReplica(tp, event.broker_id) for tp in sorted(newly_offline)]
             )
 
     def process_update_metadata_response(self, event: UpdateMetadataResponseReceived) -> None:
