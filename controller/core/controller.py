@@ -132,11 +132,16 @@ class Controller:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    def startup(self) -> None:
-        """Kafka's ``startup``: listen to the session, queue ``Startup``, start the thread."""
+    def startup(self, *, start_event_thread: bool = True) -> None:
+        """Kafka's ``startup``: listen to the session, queue ``Startup``, start the thread.
+
+        Without the thread, the caller drains the queue itself (``events.poll()``), which is
+        how deterministic tests and the simulator drive the controller.
+        """
         self.port.add_session_listener(self._on_session_state)
         self.events.put(Startup())
-        self.events.start()
+        if start_event_thread:
+            self.events.start()
 
     def shutdown(self) -> None:
         """Stop processing; resign in memory. Does not delete ``/controller`` (see Resign)."""

@@ -121,6 +121,17 @@ class ControllerEventManager:
     def queue_size(self) -> int:
         return len(self._queue)
 
+    def pending(self) -> list[ControllerEvent]:
+        """Queued, not yet processed events, oldest first (diagnostics and tests)."""
+        with self._cond:
+            return [q.event for q in self._queue]
+
+    def poll(self) -> QueuedEvent | None:
+        """Take the next queued event without waiting, for driving the processor on the
+        caller's thread (deterministic tests and simulation) instead of the event thread."""
+        with self._cond:
+            return self._queue.popleft() if self._queue else None
+
     def is_event_thread(self) -> bool:
         return threading.current_thread() is self._thread
 

@@ -128,9 +128,10 @@ class ControllerHarness:
         """Kafka's ``startup`` without the event thread: listen to the session, queue
         ``Startup`` and process the queue (a real election, and failover if it wins)."""
         if not self._listening:
-            self.port.add_session_listener(self.controller._on_session_state)
+            self.controller.startup(start_event_thread=False)
             self._listening = True
-        self.controller.put(Startup())
+        else:
+            self.controller.put(Startup())
         return self.drain()
 
     def put(self, event: ControllerEvent) -> None:
@@ -142,18 +143,16 @@ class ControllerHarness:
 
     def pending_events(self) -> list[ControllerEvent]:
         """Queued, not yet processed events (oldest first)."""
-        # The event manager has no public peek; its deque is only read here.
-        return [q.event for q in self.controller.events._queue]
+        return self.controller.events.pending()
 
     def drain(self, limit: int = 10_000) -> list[ControllerEvent]:
         """Process queued events in FIFO order, including those raised meanwhile, until the
         queue is empty; returns them. ``limit`` guards against an event loop."""
         processed: list[ControllerEvent] = []
         events = self.controller.events
-        while events.queue_size():
+        while (queued := events.poll()) is not None:
             if len(processed) >= limit:
                 raise AssertionError(f"more than {limit} events: {processed[-5:]}")
-            queued = events._take()  # non-blocking here: the queue is not empty
             if isinstance(queued.event, ShutdownEventThread):
                 continue
             queued.process(self.controller)
