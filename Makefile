@@ -14,12 +14,14 @@ EXTRAS ?= test,docker,spark
 ZK_JAR ?= /usr/share/java/zookeeper.jar
 # Debian's ZooKeeper 3.8 package; it depends on a Java runtime.
 ZK_APT_PACKAGES ?= zookeeper
+# Debian's Prometheus server and promtool (deploy/ checks and the real Prometheus test).
+PROMETHEUS_APT_PACKAGES ?= prometheus
 PYTEST_ARGS ?=
 RUN_ARGS ?=
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup zookeeper-deps test lint run run-controller proto clean distclean
+.PHONY: help setup zookeeper-deps prometheus-deps test lint run run-controller proto clean distclean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -55,7 +57,21 @@ zookeeper-deps: ## make sure java and Debian's ZooKeeper jars are present (apt-g
 	"$${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(ZK_APT_PACKAGES); \
 	have_java && have_jar || { echo "zookeeper-deps: still no java or $(ZK_JAR) after install" >&2; exit 1; }
 
-test: setup zookeeper-deps ## ruff, then the whole pytest suite (needs ZooKeeper; CI=true fails instead of skipping)
+prometheus-deps: ## make sure Debian's prometheus and promtool are present (apt-get install if root)
+	@if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then \
+	  echo "prometheus-deps: prometheus and promtool present"; exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=(); \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo=(sudo -n); \
+	else echo "prometheus-deps: prometheus and/or promtool are missing." >&2; \
+	     echo "  Install them as root: apt-get update && apt-get install -y $(PROMETHEUS_APT_PACKAGES)" >&2; \
+	     exit 1; fi; \
+	command -v apt-get >/dev/null 2>&1 || { echo "prometheus-deps: no apt-get; install Prometheus 2.x (prometheus and promtool on PATH)" >&2; exit 1; }; \
+	echo "prometheus-deps: installing $(PROMETHEUS_APT_PACKAGES) with apt-get"; \
+	"$${sudo[@]}" apt-get update; \
+	"$${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(PROMETHEUS_APT_PACKAGES); \
+	command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || { echo "prometheus-deps: still no prometheus/promtool after install" >&2; exit 1; }
+
+test: setup zookeeper-deps prometheus-deps ## ruff, then the whole pytest suite (needs ZooKeeper; CI=true fails instead of skipping)
 	$(VENV)/bin/ruff check controller tests
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
