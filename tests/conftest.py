@@ -32,7 +32,6 @@ from kazoo.client import KazooClient
 from kazoo.retry import KazooRetry
 
 from controller.zk.server import (
-    DockerZooKeeper,
     LocalEnsemble,
     LocalZooKeeper,
     ZooKeeperHandle,
@@ -41,12 +40,12 @@ from controller.zk.server import (
     java_executable,
     live_servers,
     local_zookeeper_problem,
-    resolve_zookeeper,
     zookeeper_jar,
 )
 from controller.zk.server import (
     free_port as _free_port,
 )
+from controller.zk.tiers import DockerZooKeeper, resolve_zookeeper
 
 ZK_FIXTURES = frozenset(
     {"zk_server", "zk_connect", "zk_standalone", "zk_ensemble", "zk_local_install"}

@@ -21,16 +21,18 @@ from kazoo.retry import KazooRetry
 
 from controller.zk.server import (
     MIN_SESSION_TIMEOUT_MS,
-    ExternalZooKeeper,
     LocalEnsemble,
     LocalZooKeeper,
     ZooKeeperHandle,
     ZooKeeperUnavailable,
-    docker_problem,
     four_letter_word,
-    resolve_zookeeper,
     zookeeper_classpath,
     zookeeper_jar,
+)
+from controller.zk.tiers import (
+    ExternalZooKeeper,
+    docker_problem,
+    resolve_zookeeper,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
