@@ -52,10 +52,13 @@ class Cluster:
     def stop_controller(self, controller_id: int) -> None:
         self.controllers.pop(controller_id).stop(resign_timeout=5)
 
-    def start_broker(self, broker_id: int, rack: str | None = None) -> BrokerServer:
+    def start_broker(self, broker_id: int, rack: str | None = None, **config: Any) -> BrokerServer:
+        """``config``: more ``BrokerConfig`` fields (e.g. ``replica_lag_time_max_ms``)."""
         port = KazooPort(self.connect, session_timeout=SESSION_TIMEOUT_MS / 1000)
         port.start()
-        broker = BrokerServer(BrokerConfig(broker_id, listen="127.0.0.1:0", rack=rack), port)
+        broker = BrokerServer(
+            BrokerConfig(broker_id, listen="127.0.0.1:0", rack=rack, **config), port
+        )
         broker.start()
         self.brokers[broker_id] = broker
         self._broker_ports[broker_id] = port
@@ -67,6 +70,11 @@ class Cluster:
         port = self._broker_ports.pop(broker_id)
         port.stop()  # the ephemeral registration disappears with the session
         broker.stop(grace=0)
+
+    def crash_broker(self, broker_id: int) -> None:
+        """The broker process dies, but its ZooKeeper session lives on until it times out
+        (or ``kill_broker`` ends it): it stops serving and fetching, and stays registered."""
+        self.brokers[broker_id].stop(grace=0, deregister=False)
 
     def broker_port(self, broker_id: int) -> KazooPort:
         return self._broker_ports[broker_id]
