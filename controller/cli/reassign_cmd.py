@@ -1,0 +1,361 @@
+"""``zk-controller reassign``: kafka-reassign-partitions.sh against the active controller.
+
+    generate  propose a plan moving the partitions of some topics onto a broker list
+    execute   start a plan (AlterPartitionReassignments); --wait follows it to the end
+    verify    show where each partition of a plan stands
+    cancel    cancel the reassignments of a plan's partitions that are still in progress
+    list      every reassignment in progress
+
+Plans use Kafka's JSON (--reassignment-json-file), and generate prints Kafka's "Current
+partition replica assignment" / "Proposed partition reassignment configuration" blocks.
+Every action takes --zookeeper HOST:PORT[/CHROOT] (or ZK_CONNECT): the topic and broker
+znodes are read there, and the active controller is found there (a standby's NOT_CONTROLLER
+answer is followed). ``execute --via-zookeeper`` writes /admin/reassign_partitions instead, as
+Kafka's pre-2.4 tool did. Errors exit 1 with one line on stderr; an invalid plan is refused
+before anything is submitted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from controller.admin import reassignment as plans
+from controller.admin.assignment import AdminError
+from controller.admin.controller_client import ControllerClient, NoActiveControllerError
+from controller.api.errors import Errors, error_name
+from controller.api.v1 import admin_pb2, common_pb2
+from controller.cli.topics_cmd import OneLineErrorParser, add_connection_arguments, run_admin
+from controller.core.model import ReplicaAssignment, TopicPartition
+from controller.zk.port import ZkPort
+
+DEFAULT_RPC_TIMEOUT_S = 30.0
+DEFAULT_POLL_INTERVAL_S = 0.5
+
+
+class ControllerCallError(AdminError):
+    """The controller refused the whole request, or could not be reached."""
+
+
+def register(subparsers: Any) -> None:
+    reassign = subparsers.add_parser(
+        "reassign",
+        help="generate, execute, verify, cancel or list partition reassignments "
+        "(kafka-reassign-partitions.sh)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = reassign.add_subparsers(
+        dest="reassign_action", metavar="ACTION", required=True, parser_class=OneLineErrorParser
+    )
+
+    generate = actions.add_parser("generate", help="propose a reassignment plan")
+    generate.add_argument(
+        "--topics-to-move-json-file", required=True, metavar="FILE",
+        help='topics whose partitions move: {"version":1,"topics":[{"topic":"foo"}]}',
+    )  # fmt: skip
+    generate.add_argument(
+        "--broker-list", required=True, metavar="IDS", help='target brokers, e.g. "1,2,3"'
+    )
+    generate.add_argument(
+        "--disable-rack-aware", action="store_true", help="place replicas ignoring racks"
+    )
+    generate.set_defaults(func=generate_command)
+
+    execute = actions.add_parser("execute", help="start the reassignments of a plan")
+    _plan_argument(execute)
+    execute.add_argument(
+        "--additional", action="store_true",
+        help="start even though other reassignments are in progress",
+    )  # fmt: skip
+    execute.add_argument(
+        "--wait", action="store_true",
+        help="follow the reassignments until they finish; exit 1 unless all complete",
+    )  # fmt: skip
+    execute.add_argument(
+        "--wait-timeout-s", type=float, default=0.0, metavar="S",
+        help="with --wait: give up after S seconds (default: no limit)",
+    )  # fmt: skip
+    execute.add_argument(
+        "--via-zookeeper", action="store_true",
+        help="write /admin/reassign_partitions (Kafka's pre-2.4 path) instead of calling the "
+        "controller",
+    )  # fmt: skip
+    execute.set_defaults(func=execute_command)
+
+    verify = actions.add_parser("verify", help="show the progress of a plan")
+    _plan_argument(verify)
+    verify.add_argument("--json", action="store_true", help="print JSON")
+    verify.set_defaults(func=verify_command)
+
+    cancel = actions.add_parser("cancel", help="cancel the reassignments of a plan")
+    _plan_argument(cancel)
+    cancel.set_defaults(func=cancel_command)
+
+    listing = actions.add_parser("list", help="list the reassignments in progress")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(func=list_command)
+
+    for action in (generate, execute, verify, cancel, listing):
+        add_connection_arguments(action)
+        action.add_argument(
+            "--timeout-s", type=float, default=DEFAULT_RPC_TIMEOUT_S, metavar="S",
+            help="how long to look for the active controller per call (default %(default)s)",
+        )  # fmt: skip
+
+
+def _plan_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--reassignment-json-file", required=True, metavar="FILE",
+        help="the plan, in Kafka's reassignment JSON",
+    )  # fmt: skip
+
+
+def _read(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise AdminError(f"cannot read the {what} file {path}: {exc.strerror or exc}") from None
+
+
+def _run(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:
+    def wrapped(port: ZkPort) -> int:
+        try:
+            return action(port)
+        except NoActiveControllerError as exc:
+            raise ControllerCallError(str(exc)) from None
+
+    return run_admin(args, wrapped)
+
+
+# -- the admin API --------------------------------------------------------------------------
+
+
+def _client(port: ZkPort, args: argparse.Namespace) -> ControllerClient:
+    return ControllerClient(port, timeout_s=args.timeout_s)
+
+
+def list_ongoing(
+    client: ControllerClient, partitions: Sequence[TopicPartition] = ()
+) -> dict[TopicPartition, ReplicaAssignment]:
+    request = admin_pb2.ListPartitionReassignmentsRequest(
+        partitions=[
+            common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition) for tp in partitions
+        ]
+    )
+    response = client.admin("ListPartitionReassignments", request)
+    if response.error_code != Errors.NONE:
+        raise ControllerCallError(
+            f"ListPartitionReassignments failed: {error_name(response.error_code)}: "
+            f"{response.error_message}"
+        )
+    return {
+        TopicPartition(r.topic, r.partition): ReplicaAssignment(
+            tuple(r.replicas), tuple(r.adding_replicas), tuple(r.removing_replicas)
+        )
+        for r in response.reassignments
+    }
+
+
+def alter(
+    client: ControllerClient,
+    targets: Mapping[TopicPartition, Sequence[int] | None],
+    timeout_s: float,
+) -> dict[TopicPartition, str]:
+    """Submit (None = cancel); returns the per-partition errors as ``"tp: message"``."""
+    request = admin_pb2.AlterPartitionReassignmentsRequest(
+        partitions=[
+            admin_pb2.ReassignablePartition(
+                topic=tp.topic,
+                partition=tp.partition,
+                replicas=list(targets[tp] or ()),
+                cancel=targets[tp] is None,
+            )
+            for tp in sorted(targets, key=plans.tp_key)
+        ],
+        timeout_ms=int(timeout_s * 1000),
+    )
+    response = client.admin("AlterPartitionReassignments", request)
+    if response.error_code != Errors.NONE:
+        raise ControllerCallError(
+            f"AlterPartitionReassignments failed: {error_name(response.error_code)}: "
+            f"{response.error_message}"
+        )
+    return {
+        TopicPartition(r.topic, r.partition): (
+            f"{error_name(r.error_code)}: {r.error_message}"
+            if r.error_message and r.error_message != error_name(r.error_code)
+            else error_name(r.error_code)
+        )
+        for r in response.results
+        if r.error_code != Errors.NONE
+    }
+
+
+def _partition_list(tps: Sequence[TopicPartition]) -> str:
+    return ",".join(str(tp) for tp in sorted(tps, key=plans.tp_key))
+
+
+# -- actions --------------------------------------------------------------------------------
+
+
+def generate_command(args: argparse.Namespace) -> int:
+    def action(port: ZkPort) -> int:
+        topics = plans.parse_topics_to_move(_read(args.topics_to_move_json_file, "topics-to-move"))
+        brokers = plans.parse_broker_list(args.broker_list)
+        current, proposed = plans.generate_assignment(
+            port, topics, brokers, rack_aware=not args.disable_rack_aware
+        )
+        print("Current partition replica assignment")
+        print(plans.format_reassignment_json(current))
+        print()
+        print("Proposed partition reassignment configuration")
+        print(plans.format_reassignment_json(proposed))
+        return 0
+
+    return _run(args, action)
+
+
+def execute_command(args: argparse.Namespace) -> int:
+    def action(port: ZkPort) -> int:
+        plan = plans.parse_reassignment_json(_read(args.reassignment_json_file, "reassignment"))
+        current = plans.validate_plan(port, plan)
+        if args.via_zookeeper:
+            print(_current_block(current))
+            plans.write_reassignment_znode(port, plan)
+            print(f"Successfully started partition reassignment{_s(plan)} for "
+                  f"{_partition_list(list(plan))}")  # fmt: skip
+            return _wait(port, args, plan) if args.wait else 0
+        with _client(port, args) as client:
+            if not args.additional and list_ongoing(client):
+                raise AdminError(plans.EXISTING_REASSIGNMENT_MESSAGE)
+            print(_current_block(current))
+            errors = alter(client, plan, args.timeout_s)
+            if errors:
+                detail = "; ".join(f"{tp}: {errors[tp]}" for tp in sorted(errors, key=plans.tp_key))
+                raise AdminError(f"error reassigning partition(s): {detail}")
+            print(f"Successfully started partition reassignment{_s(plan)} for "
+                  f"{_partition_list(list(plan))}")  # fmt: skip
+            return _wait(port, args, plan, client) if args.wait else 0
+
+    return _run(args, action)
+
+
+def _s(items: Mapping[Any, Any] | Sequence[Any]) -> str:
+    return "" if len(items) == 1 else "s"
+
+
+def _current_block(current: Mapping[TopicPartition, ReplicaAssignment]) -> str:
+    assignment = {tp: ra.replicas for tp, ra in current.items()}
+    return (
+        "Current partition replica assignment\n\n"
+        f"{plans.format_reassignment_json(assignment)}\n\n"
+        "Save this to use as the --reassignment-json-file option during rollback"
+    )
+
+
+def _wait(
+    port: ZkPort,
+    args: argparse.Namespace,
+    plan: Mapping[TopicPartition, Sequence[int]],
+    client: ControllerClient | None = None,
+) -> int:
+    """Follow the plan until no partition of it is in progress; print each completion."""
+    owned = client is None
+    client = client or _client(port, args)
+    deadline = time.monotonic() + args.wait_timeout_s if args.wait_timeout_s > 0 else None
+    reported: set[TopicPartition] = set()
+    try:
+        print(f"Waiting for {len(plan)} partition reassignment{_s(plan)} to finish...")
+        while True:
+            # A ZooKeeper submission is not in the controller's list until it is picked up.
+            submitted, _ = plans.read_reassignment_znode(port)
+            progress = plans.partition_progress(port, plan, list_ongoing(client, list(plan)))
+            for tp, p in progress.items():
+                if p.done and tp not in reported and not (tp in submitted and not p.completed):
+                    reported.add(tp)
+                    print(f"[{len(reported)}/{len(plan)}] {p.status_line()}", flush=True)
+            if len(reported) == len(plan):
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                print(plans.format_progress(progress))
+                print(f"Gave up waiting after {args.wait_timeout_s:g}s: "
+                      f"{len(plan) - len(reported)} still in progress.")  # fmt: skip
+                return 1
+            time.sleep(DEFAULT_POLL_INTERVAL_S)
+    finally:
+        if owned:
+            client.close()
+    print(plans.format_progress(progress))
+    return 0 if all(p.completed for p in progress.values()) else 1
+
+
+def verify_command(args: argparse.Namespace) -> int:
+    def action(port: ZkPort) -> int:
+        plan = plans.parse_reassignment_json(_read(args.reassignment_json_file, "reassignment"))
+        with _client(port, args) as client:
+            ongoing = list_ongoing(client, list(plan))
+        progress = plans.partition_progress(port, plan, ongoing)
+        pending, problem = plans.read_reassignment_znode(port)
+        if args.json:
+            print(json.dumps({
+                "partitions": [progress[tp].to_json() for tp in sorted(progress, key=plans.tp_key)],
+                "completed": sum(p.completed for p in progress.values()),
+                "in_progress": sum(not p.done for p in progress.values()),
+                "zookeeper_request_problem": problem,
+            }))  # fmt: skip
+        else:
+            print(plans.format_progress(progress))
+            done = sum(p.completed for p in progress.values())
+            print(f"{done} of {len(progress)} partition reassignment{_s(progress)} completed.")
+        waiting = sorted(set(pending) & set(plan), key=plans.tp_key)
+        if waiting and not args.json:
+            print(f"Submitted through ZooKeeper, not started yet: {_partition_list(waiting)}")
+        if problem is not None:
+            print(f"WARNING: the controller ignores the pending ZooKeeper request: {problem}",
+                  file=sys.stderr)  # fmt: skip
+        return 0
+
+    return _run(args, action)
+
+
+def cancel_command(args: argparse.Namespace) -> int:
+    def action(port: ZkPort) -> int:
+        plan = plans.parse_reassignment_json(_read(args.reassignment_json_file, "reassignment"))
+        with _client(port, args) as client:
+            active = sorted(list_ongoing(client, list(plan)), key=plans.tp_key)
+            if not active:
+                print("None of the specified partition reassignments are active.")
+                return 0
+            errors = alter(client, dict.fromkeys(active), args.timeout_s)
+        if errors:
+            detail = "; ".join(f"{tp}: {errors[tp]}" for tp in sorted(errors, key=plans.tp_key))
+            raise AdminError(f"error cancelling partition reassignment(s): {detail}")
+        print(f"Successfully cancelled partition reassignment{_s(active)} for: "
+              f"{_partition_list(active)}")  # fmt: skip
+        return 0
+
+    return _run(args, action)
+
+
+def list_command(args: argparse.Namespace) -> int:
+    def action(port: ZkPort) -> int:
+        with _client(port, args) as client:
+            ongoing = list_ongoing(client)
+        if args.json:
+            print(json.dumps({"reassignments": [
+                {"topic": tp.topic, "partition": tp.partition, "replicas": list(ra.replicas),
+                 "adding_replicas": list(ra.adding_replicas),
+                 "removing_replicas": list(ra.removing_replicas)}
+                for tp, ra in sorted(ongoing.items(), key=lambda kv: plans.tp_key(kv[0]))
+            ]}))  # fmt: skip
+        else:
+            print(plans.format_ongoing(ongoing))
+        return 0
+
+    return _run(args, action)
