@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "controller.cli.brokers_cmd",
     "controller.cli.broker_cmd",
     "controller.cli.stack_cmd",
+    "controller.cli.status_cmd",
 )
 
 

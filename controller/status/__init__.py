@@ -1,0 +1,311 @@
+"""The cluster at a glance, for ``zk-controller status``: read from ZooKeeper (the same znodes
+the controller uses, through ``controller.admin.topics``) and from the controllers' own
+``/metrics`` (their addresses come from ``/zk-controller/controllers/<id>``).
+
+``collect_status`` returns plain data (``ClusterStatus.to_json()`` is the ``--json`` output);
+``render`` turns it into the text view. ``ElectionTracker`` remembers leader changes between
+two refreshes of the live view ("recent elections"); the controllers' election counters by
+type (since each became active) are shown too.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from controller.admin.topics import TopicDescription, describe_topics, list_brokers
+from controller.zk import codecs, paths
+from controller.zk.endpoints import decode_controller_endpoint
+from controller.zk.errors import MalformedZnodeError, NoNodeError
+from controller.zk.port import ZkPort
+
+#: Partitions listed by name per category; the counts are always complete.
+LIST_LIMIT = 20
+SCRAPE_TIMEOUT_S = 2.0
+
+
+@dataclass(slots=True)
+class ControllerStatus:
+    id: int
+    grpc: str | None = None
+    metrics_address: str | None = None
+    active: bool = False  # holds /controller
+    reachable: bool | None = None  # None: no metrics address to try
+    metrics: dict[str, float] = field(default_factory=dict)  # a few scraped values
+    elections: dict[str, float] = field(default_factory=dict)  # leader elections by type
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class BrokerStatus:
+    id: int
+    rack: str | None
+    endpoints: list[str]
+    epoch: int
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class Election:
+    partition: str
+    old_leader: int | None
+    new_leader: int | None
+    seen_at: float  # unix time of the refresh that saw it
+
+
+@dataclass(slots=True)
+class ClusterStatus:
+    time: float
+    active_controller: int | None
+    controller_epoch: int | None
+    controllers: list[ControllerStatus]
+    brokers: list[BrokerStatus]
+    topics: int
+    partitions: dict[str, int]  # total, online, offline, under_replicated, no_state
+    offline: list[str]
+    under_replicated: list[str]
+    reassigning: list[str]
+    reassignment_requested: bool  # /admin/reassign_partitions exists
+    deleting: list[str]
+    elections: dict[str, float]  # the active controller's counters by type
+    recent_elections: list[Election] = field(default_factory=list)
+    leaders: dict[str, int | None] = field(default_factory=dict)  # for the tracker
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc.pop("leaders")
+        return doc
+
+
+# -- collection ----------------------------------------------------------------------------
+
+
+_SCRAPED = {
+    "kafka_controller_active_controller_count": "active_controller_count",
+    "kafka_controller_controller_epoch": "controller_epoch",
+    "kafka_controller_event_queue_size": "event_queue_size",
+    "kafka_controller_offline_partitions_count": "offline_partitions_count",
+    "kafka_controller_preferred_replica_imbalance_count": "preferred_replica_imbalance_count",
+    "kafka_controller_failovers_total": "failovers_total",
+    "kafka_controller_unclean_leader_elections_total": "unclean_leader_elections_total",
+    "kafka_controller_channel_total_queue_size": "channel_total_queue_size",
+}
+
+
+def scrape_controller(address: str, timeout: float = SCRAPE_TIMEOUT_S) -> tuple[dict, dict]:
+    """A controller's headline metrics and its leader elections by type."""
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=timeout) as resp:
+        text = resp.read().decode()
+    values: dict[str, float] = {}
+    elections: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name in _SCRAPED:
+                values[_SCRAPED[sample.name]] = sample.value
+            elif sample.name == "kafka_controller_leader_elections_total":
+                elections[sample.labels["type"]] = sample.value
+    return values, elections
+
+
+def _controllers(port: ZkPort, active: int | None, timeout: float) -> list[ControllerStatus]:
+    try:
+        ids = sorted(int(c) for c in port.get_children(paths.CONTROLLER_ENDPOINTS) if c.isdigit())
+    except NoNodeError:
+        ids = []
+    out: list[ControllerStatus] = []
+    for cid in ids:
+        status = ControllerStatus(cid, active=cid == active)
+        try:
+            data, _ = port.get(paths.controller_endpoint_path(cid))
+            endpoint = decode_controller_endpoint(cid, data)
+            status.grpc, status.metrics_address = endpoint.grpc, endpoint.metrics
+        except NoNodeError:
+            continue  # its session ended since the listing
+        except MalformedZnodeError as exc:
+            status.error = str(exc)
+        if status.metrics_address:
+            try:
+                status.metrics, status.elections = scrape_controller(
+                    status.metrics_address, timeout
+                )
+                status.reachable = True
+            except (OSError, ValueError) as exc:
+                status.reachable = False
+                status.error = f"metrics unreachable: {exc}"
+        out.append(status)
+    if active is not None and active not in ids:
+        # Active per /controller but no endpoint znode (e.g. a Kafka broker as controller).
+        out.append(ControllerStatus(active, active=True))
+        out.sort(key=lambda c: c.id)
+    return out
+
+
+def _epoch(port: ZkPort) -> int | None:
+    try:
+        data, _ = port.get(paths.CONTROLLER_EPOCH)
+        return codecs.decode_controller_epoch(data)
+    except (NoNodeError, MalformedZnodeError):
+        return None
+
+
+def _partition_lists(
+    topics: list[TopicDescription],
+) -> tuple[dict[str, int], list[str], list[str], list[str], dict[str, int | None]]:
+    counts = {"total": 0, "online": 0, "offline": 0, "under_replicated": 0, "no_state": 0}
+    offline: list[str] = []
+    under: list[str] = []
+    reassigning: list[str] = []
+    leaders: dict[str, int | None] = {}
+    for topic in topics:
+        for p in topic.partitions:
+            name = f"{topic.name}-{p.partition}"
+            counts["total"] += 1
+            leaders[name] = p.leader
+            if p.leader is None and p.state_error is None:
+                counts["no_state"] += 1
+            if p.unavailable:
+                counts["offline"] += 1
+                offline.append(name)
+            else:
+                counts["online"] += 1
+                if p.under_replicated:
+                    counts["under_replicated"] += 1
+                    under.append(name)
+            if p.adding_replicas or p.removing_replicas:
+                reassigning.append(name)
+    return counts, offline, under, reassigning, leaders
+
+
+def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) -> ClusterStatus:
+    cluster = list_brokers(port)
+    brokers = [
+        BrokerStatus(
+            b.id,
+            b.broker.rack if b.broker else None,
+            [e.connection_string() for e in b.broker.endpoints] if b.broker else [],
+            b.epoch,
+            b.error,
+        )
+        for b in cluster.brokers
+    ]
+    topics = describe_topics(port)
+    counts, offline, under, reassigning, leaders = _partition_lists(topics)
+    controllers = _controllers(port, cluster.controller_id, scrape_timeout)
+    active = next((c for c in controllers if c.active), None)
+    return ClusterStatus(
+        time=time.time(),
+        active_controller=cluster.controller_id,
+        controller_epoch=_epoch(port),
+        controllers=controllers,
+        brokers=brokers,
+        topics=len(topics),
+        partitions=counts,
+        offline=offline,
+        under_replicated=under,
+        reassigning=reassigning,
+        reassignment_requested=port.exists(paths.REASSIGN_PARTITIONS) is not None,
+        deleting=sorted(t.name for t in topics if t.marked_for_deletion),
+        elections=dict(active.elections) if active else {},
+        leaders=leaders,
+    )
+
+
+class ElectionTracker:
+    """Leader changes seen between refreshes of the live view, newest first."""
+
+    def __init__(self, keep: int = 10) -> None:
+        self._previous: dict[str, int | None] | None = None
+        self._epochs: dict[str, int | None] = {}
+        self.recent: deque[Election] = deque(maxlen=keep)
+
+    def update(self, status: ClusterStatus) -> ClusterStatus:
+        now = status.time
+        if self._previous is not None:
+            for name, leader in sorted(status.leaders.items()):
+                if name in self._previous and self._previous[name] != leader:
+                    self.recent.appendleft(Election(name, self._previous[name], leader, now))
+        self._previous = dict(status.leaders)
+        status.recent_elections = list(self.recent)
+        return status
+
+
+# -- rendering ----------------------------------------------------------------------------
+
+
+def _names(items: list[str], limit: int = LIST_LIMIT) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" ... (+{len(items) - limit} more)" if len(items) > limit else "")
+
+
+def _leader(leader: int | None) -> str:
+    return "none" if leader is None or leader < 0 else str(leader)
+
+
+def render(status: ClusterStatus, *, source: str = "") -> str:
+    lines: list[str] = []
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.time))
+    lines.append(f"zk-controller status  {source}  {when}".rstrip())
+    lines.append("")
+    active = "none" if status.active_controller is None else str(status.active_controller)
+    epoch = "-" if status.controller_epoch is None else str(status.controller_epoch)
+    lines.append(f"Active controller: {active}   epoch: {epoch}")
+    for c in status.controllers:
+        role = "active " if c.active else "standby"
+        detail = []
+        if c.metrics:
+            m = c.metrics
+            detail.append(f"queue {int(m.get('event_queue_size', 0))}")
+            detail.append(f"failovers {int(m.get('failovers_total', 0))}")
+            if c.active and m.get("active_controller_count") != 1:
+                detail.append("NOT ACTIVE per its metrics")
+        if c.error:
+            detail.append(c.error)
+        lines.append(
+            f"  controller {c.id:<4} {role}  grpc {c.grpc or '-':<22} "
+            f"metrics {c.metrics_address or '-':<22} {'  '.join(detail)}".rstrip()
+        )
+    lines.append("")
+    lines.append(f"Brokers: {len(status.brokers)}")
+    for b in status.brokers:
+        if b.error:
+            lines.append(f"  broker {b.id:<4} ERROR {b.error}")
+            continue
+        endpoints = ",".join(b.endpoints)
+        lines.append(f"  broker {b.id:<4} rack {b.rack or '-':<8} epoch {b.epoch:<12} {endpoints}")
+    p = status.partitions
+    lines.append("")
+    lines.append(
+        f"Topics: {status.topics}   Partitions: {p['total']}   online {p['online']}   "
+        f"offline {p['offline']}   under-replicated {p['under_replicated']}"
+    )
+    if status.offline:
+        lines.append(f"  offline: {_names(status.offline)}")
+    if status.under_replicated:
+        lines.append(f"  under-replicated: {_names(status.under_replicated)}")
+    lines.append("")
+    requested = " (request pending in /admin/reassign_partitions)"
+    lines.append(
+        f"Reassignments in progress: {len(status.reassigning)}"
+        f"{requested if status.reassignment_requested else ''}"
+    )
+    if status.reassigning:
+        lines.append(f"  {_names(status.reassigning)}")
+    lines.append(f"Topic deletions in progress: {len(status.deleting)}")
+    if status.deleting:
+        lines.append(f"  {_names(status.deleting)}")
+    lines.append("")
+    counters = ", ".join(f"{k} {int(v)}" for k, v in status.elections.items() if v)
+    lines.append(f"Leader elections by the active controller: {counters or 'none'}")
+    if status.recent_elections:
+        lines.append("Recent leader changes:")
+        for e in status.recent_elections:
+            at = time.strftime("%H:%M:%S", time.localtime(e.seen_at))
+            lines.append(
+                f"  {at}  {e.partition}: {_leader(e.old_leader)} -> {_leader(e.new_leader)}"
+            )
+    return "\n".join(lines) + "\n"

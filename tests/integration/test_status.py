@@ -1,0 +1,190 @@
+"""``zk-controller status`` against a live cluster (real ZooKeeper, an active and a standby
+controller, reference brokers): the text view, ``--json``, the live view redrawn in place on a
+terminal, and what it shows as the cluster changes."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.status import ElectionTracker, collect_status
+from controller.zk.kazoo_port import KazooPort
+from tests.cluster import Cluster
+from tests.support import CLI, REPO, wait_until
+
+pytestmark = pytest.mark.zookeeper
+
+
+@pytest.fixture
+def cluster(zk_connect: str, tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(zk_connect, tmp_path)
+    yield c
+    c.close()
+
+
+def status(connect: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, "status", "--zookeeper", connect, *args],
+        capture_output=True, text=True, timeout=60, cwd=REPO,
+    )  # fmt: skip
+
+
+def status_json(connect: str) -> dict[str, Any]:
+    result = status(connect, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_status_shows_controllers_brokers_partitions_and_changes(cluster: Cluster) -> None:
+    connect = cluster.connect
+    for b in (1, 2, 3):
+        cluster.start_broker(b)
+    active = cluster.start_controller(0)
+    assert cluster.active_controller() is active
+    cluster.start_controller(1)
+    cluster.create_topic("t", {0: [1, 2], 1: [3, 2], 2: [3]})
+    cluster.create_topic("r", {0: [1, 2]})
+    for p, leader in ((0, 1), (1, 3), (2, 3)):
+        cluster.wait_state("t", p, leader=leader)
+    cluster.wait_state("r", 0, leader=1)
+
+    doc = status_json(connect)
+    assert doc["active_controller"] == 0
+    assert doc["controller_epoch"] == active.controller.epoch
+    assert [(c["id"], c["active"], c["reachable"]) for c in doc["controllers"]] == [
+        (0, True, True), (1, False, True),
+    ]  # fmt: skip
+    assert doc["controllers"][0]["metrics"]["active_controller_count"] == 1
+    assert doc["controllers"][1]["metrics"]["active_controller_count"] == 0
+    assert [b["id"] for b in doc["brokers"]] == [1, 2, 3]
+    assert doc["topics"] == 2
+    assert doc["partitions"] == {
+        "total": 4, "online": 4, "offline": 0, "under_replicated": 0, "no_state": 0,
+    }  # fmt: skip
+    assert doc["offline"] == [] and doc["deleting"] == [] and doc["reassigning"] == []
+
+    text = status(connect, "--once")
+    assert text.returncode == 0, text.stderr
+    out = text.stdout
+    assert f"Active controller: 0   epoch: {active.controller.epoch}" in out
+    assert "controller 0    active" in out and "controller 1    standby" in out
+    assert "Brokers: 3" in out
+    assert "Topics: 2   Partitions: 4   online 4   offline 0   under-replicated 0" in out
+    assert "\x1b[" not in out  # --once never redraws
+
+    # Broker 3 dies: t-2 (only on 3) goes offline, t-1 is led by 2 (an offline election) with
+    # a one-replica ISR.
+    cluster.kill_broker(3)
+    cluster.wait_state("t", 1, leader=2, isr=[2])
+    doc = wait_until(
+        lambda: (d := status_json(connect))["partitions"]["offline"] == 1 and d,
+        what="t-2 offline in status",
+    )
+    assert doc["offline"] == ["t-2"]
+    assert doc["under_replicated"] == ["t-1"]
+    assert [b["id"] for b in doc["brokers"]] == [1, 2]
+    assert doc["elections"]["offline"] >= 1  # the active controller's counters by type
+    out = status(connect, "--once").stdout
+    assert "offline: t-2" in out and "under-replicated: t-1" in out
+    assert "offline 1   under-replicated 1" in out
+
+    # A deletion whose replicas sit on the dead broker waits (ineligible in Kafka), and a
+    # reassignment onto the dead broker cannot complete: both show as in progress.
+    cluster.zk.create("/admin/delete_topics/t")
+    cluster.zk.create(
+        "/admin/reassign_partitions",
+        json.dumps({"version": 1, "partitions": [
+            {"topic": "r", "partition": 0, "replicas": [1, 2, 3]},
+        ]}).encode(),
+    )  # fmt: skip
+    doc = wait_until(
+        lambda: (d := status_json(connect))["deleting"] == ["t"] and d, what="deletion shown"
+    )
+    # The controller records the adding replica in the topic znode (KIP-455); broker 3 never
+    # joins, so the reassignment stays in progress.
+    doc = wait_until(
+        lambda: (d := status_json(connect))["reassigning"] == ["r-0"] and d,
+        what="reassignment shown",
+    )
+    out = status(connect, "--once").stdout
+    assert f"Reassignments in progress: {len(doc['reassigning'])}" in out
+    assert ("request pending" in out) == doc["reassignment_requested"]
+    out = status(connect, "--once").stdout
+    assert "Topic deletions in progress: 1" in out and "\n  t\n" in out
+
+    # Failover: the standby becomes active; status follows /controller.
+    cluster.stop_controller(0)
+    doc = wait_until(
+        lambda: (d := status_json(connect))["active_controller"] == 1 and d,
+        what="controller 1 active in status",
+    )
+    assert [c["id"] for c in doc["controllers"]] == [1]
+    assert doc["controllers"][0]["metrics"]["active_controller_count"] == 1
+
+
+def test_recent_leader_changes_are_tracked_between_refreshes(cluster: Cluster) -> None:
+    for b in (1, 2):
+        cluster.start_broker(b)
+    cluster.start_controller(0)
+    cluster.active_controller()
+    cluster.create_topic("e", {0: [1, 2]})
+    cluster.wait_state("e", 0, leader=1)
+    port = KazooPort(cluster.connect, 10)
+    port.start()
+    try:
+        tracker = ElectionTracker()
+        first = tracker.update(collect_status(port))
+        assert first.recent_elections == [] and first.leaders == {"e-0": 1}
+        cluster.kill_broker(1)
+        cluster.wait_state("e", 0, leader=2)
+        second = tracker.update(collect_status(port))
+        assert [(e.partition, e.old_leader, e.new_leader) for e in second.recent_elections] == [
+            ("e-0", 1, 2)
+        ]
+        assert second.to_json()["recent_elections"][0]["partition"] == "e-0"
+        third = tracker.update(collect_status(port))  # remembered, not repeated
+        assert len(third.recent_elections) == 1
+    finally:
+        port.stop()
+
+
+def test_live_view_redraws_in_place_on_a_terminal(cluster: Cluster) -> None:
+    cluster.start_broker(1)
+    cluster.start_controller(0)
+    cluster.active_controller()
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [*CLI, "status", "--zookeeper", cluster.connect, "--interval", "0.2", "--count", "3"],
+            stdout=follower, stderr=subprocess.PIPE, cwd=REPO,
+        )  # fmt: skip
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # the terminal closed: the process is done
+                break
+            if not data:
+                break
+            chunks.append(data)
+        assert proc.wait(30) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        os.close(leader)
+    screen = b"".join(chunks).decode()
+    assert screen.count("\x1b[H\x1b[2J") == 3  # three refreshes, each redrawn from the top
+    assert screen.count("Active controller: 0") == 3
+
+
+def test_status_fails_cleanly_without_zookeeper(free_port: Any) -> None:
+    result = status(f"127.0.0.1:{free_port()}", "--once", "--session-timeout-ms", "1000")
+    assert result.returncode == 1
+    assert "could not connect to ZooKeeper" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
