@@ -8,7 +8,9 @@ functions.
 
 from __future__ import annotations
 
+import base64
 import enum
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -258,3 +260,14 @@ class TopicAssignment:
     topic: str
     topic_id: str | None
     partitions: dict[int, ReplicaAssignment]
+
+
+def new_topic_id() -> str:
+    """A random Kafka ``Uuid`` string: 16 bytes, URL-safe base64 without padding (22 chars).
+
+    Kafka's ``Uuid.randomUuid`` redraws ids starting with '-' (they read like a CLI flag).
+    """
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+        if not text.startswith("-"):
+            return text

@@ -3,8 +3,6 @@ topic ids, and ``onNewPartitionCreation``."""
 
 from __future__ import annotations
 
-import base64
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +16,7 @@ from controller.core.model import (
     ReplicaState,
     TopicAssignment,
     TopicPartition,
+    new_topic_id,
 )
 from controller.zk import paths
 from controller.zk.watches import ZNodeChangeHandler
@@ -26,17 +25,6 @@ if TYPE_CHECKING:
     from controller.core.controller import Controller
 
 log = structlog.get_logger("controller.topics")
-
-
-def new_topic_id() -> str:
-    """A Kafka ``Uuid``: 16 random bytes, URL-safe base64 without padding (22 chars).
-
-    Kafka never hands out an id starting with '-' (it would read like a command-line flag).
-    """
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
-        if not text.startswith("-"):
-            return text
 
 
 def register_partition_modifications_handlers(ctl: Controller, topics: Iterable[str]) -> None:
