@@ -434,3 +434,27 @@ def test_operations_guide_has_the_current_configuration_reference() -> None:
     assert embedded.strip() == expected.strip(), (
         "docs/operations.md is stale: run .venv/bin/python docs/update_config_reference.py"
     )
+
+
+def _anchor(heading: str) -> str:
+    # GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes.
+    return re.sub(r"[^a-z0-9 -]", "", heading.lower()).replace(" ", "-")
+
+
+def test_operations_guide_covers_every_metric_and_runbook_link() -> None:
+    text = (REPO / "docs" / "operations.md").read_text()
+    documented = set(METRIC_RE.findall(text))
+    # Histograms are documented by family name (without _bucket/_count/_sum).
+    families = {
+        re.sub(r"_(bucket|count|sum)$", "", name)
+        if re.search(r"_(seconds|batch_size)_(bucket|count|sum)$", name)
+        else name
+        for name in exported_series_names()
+    }
+    assert families - documented == set()
+    anchors = {_anchor(h) for h in re.findall(r"^#+ (.+)$", text, re.MULTILINE)}
+    for rule in rules():
+        url = rule.get("annotations", {}).get("runbook_url")
+        if url:
+            path, _, anchor = url.partition("#")
+            assert path == "docs/operations.md" and anchor in anchors, url
