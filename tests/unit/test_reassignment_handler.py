@@ -1,0 +1,336 @@
+"""Partition reassignment (§2.7) on the in-memory harness: the real controller, gateway, state
+machines and request batch over MemoryZooKeeper, with brokers recorded rather than run.
+
+The §2.7.4 worked example is followed step by step (RS/AR/RR, leader, ISR and leader epoch at
+each step), as are the integration figures (+3; +1 then +4 when the target broker is down).
+A follower "catching up" is the leader's ISR write into the state znode (ZooKeeper-ISR mode),
+which the controller watches for reassigning partitions."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from controller.api.errors import ApiError, Errors
+from controller.channel.sender import RequestKind
+from controller.core.events import (
+    ApiPartitionReassignment,
+    ListPartitionReassignments,
+    NotControllerError,
+)
+from controller.core.model import (
+    LeaderIsrAndControllerEpoch,
+    PartitionAndReplica,
+    ReplicaAssignment,
+    TopicPartition,
+)
+from controller.handlers.reassignment import maybe_build_reassignment, validate_replicas
+from controller.zk import codecs, paths
+from tests.harness import ControllerHarness
+
+T0 = TopicPartition("t", 0)
+LAI = RequestKind.LEADER_AND_ISR
+SR = RequestKind.STOP_REPLICA
+
+
+# -- pure pieces ---------------------------------------------------------------------------
+
+
+def test_validate_replicas_is_kafkas() -> None:
+    current = ReplicaAssignment((1, 2, 3))
+    live = {1, 2, 3, 4}
+    assert validate_replicas(current, (4, 2, 3), live) is None
+    assert validate_replicas(current, (3, 2, 1), set()) is None  # no adding replica to check
+    for target, code_text in (
+        ((), "Empty replica list"),
+        ((4, 4), "Duplicate replica ids"),
+        ((1, -1), "Invalid broker id"),
+        ((5, 1), "brokers that are not alive"),
+    ):
+        error = validate_replicas(current, target, live)
+        assert isinstance(error, ApiError)
+        assert error.error is Errors.INVALID_REPLICA_ASSIGNMENT
+        assert code_text in str(error)
+
+
+def test_maybe_build_reassignment() -> None:
+    plain = ReplicaAssignment((1, 2, 3))
+    assert maybe_build_reassignment(plain, None) is None  # nothing to cancel
+    assert maybe_build_reassignment(plain, (4, 2)) == ReplicaAssignment((4, 2, 1, 3), (4,), (1, 3))
+    moving = ReplicaAssignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3))
+    assert maybe_build_reassignment(moving, None) == ReplicaAssignment((1, 2, 3))  # cancel
+    assert maybe_build_reassignment(moving, (7, 8, 9)) == ReplicaAssignment(
+        (7, 8, 9, 1, 2, 3), (7, 8, 9), (1, 2, 3)
+    )
+
+
+# -- the controller ------------------------------------------------------------------------
+
+
+def harness(brokers: Sequence[int], assignment: Sequence[int]) -> ControllerHarness:
+    h = ControllerHarness(controller_id=5)
+    for b in brokers:
+        h.register_broker(b)
+    h.start()
+    h.create_topic("t", {0: list(assignment)}, in_context=False)
+    h.drain()
+    h.channel.clear()
+    return h
+
+
+@pytest.fixture
+def h6() -> Iterator[ControllerHarness]:
+    h = harness([1, 2, 3, 4, 5, 6], [1, 2, 3])
+    yield h
+    h.close()
+
+
+def reassign(h: ControllerHarness, targets: dict[TopicPartition, tuple[int, ...] | None]) -> dict:
+    event = ApiPartitionReassignment(reassignments=targets)
+    h.put(event)
+    h.drain()
+    return event.reply.result(0)
+
+
+def state(h: ControllerHarness) -> tuple[int, tuple[int, ...], int]:
+    info = h.zk_state(T0)
+    assert info is not None
+    lai = info.leader_and_isr
+    return lai.leader, lai.isr, lai.leader_epoch
+
+
+def topic_znode(h: ControllerHarness) -> dict:
+    data = h.read(paths.topic_path("t"))
+    assert data is not None
+    return json.loads(data)
+
+
+def rs_ar_rr(h: ControllerHarness) -> tuple[list[int], list[int], list[int]]:
+    doc = topic_znode(h)
+    return (
+        doc["partitions"]["0"],
+        doc["adding_replicas"].get("0", []),
+        doc["removing_replicas"].get("0", []),
+    )
+
+
+def leader_writes_isr(h: ControllerHarness, isr: Sequence[int]) -> None:
+    """The partition leader (ZooKeeper-ISR mode) records followers that caught up."""
+    info = h.zk_state(T0)
+    assert info is not None
+    lai = info.leader_and_isr
+    grown = LeaderIsrAndControllerEpoch(
+        type(lai)(lai.leader, lai.leader_epoch, tuple(isr), lai.leader_recovery_state),
+        info.controller_epoch,
+    )
+    h.admin.set(
+        paths.partition_state_path("t", 0),
+        codecs.encode_partition_state(grown),
+        lai.partition_epoch,
+    )
+    h.drain()
+
+
+def test_worked_example_step_by_step(h6: ControllerHarness) -> None:
+    h = h6
+    e = state(h)[2]
+    assert state(h) == (1, (1, 2, 3), e)
+    # U1/A1
+    assert reassign(h, {T0: (4, 5, 6)}) == {T0: None}
+    assert rs_ar_rr(h) == ([4, 5, 6, 1, 2, 3], [4, 5, 6], [1, 2, 3])
+    assert state(h) == (1, (1, 2, 3), e + 1)
+    # A1 sent the full assignment: isNew=false to the origin replicas, isNew=true to AR; A2
+    # (each adding replica -> NewReplica, one call each) sent AR another isNew LeaderAndIsr.
+    for b, is_new in ((1, False), (2, False), (3, False), (4, True), (5, True), (6, True)):
+        requests = h.channel.requests(b, LAI)
+        assert len(requests) == (2 if is_new else 1), b
+        for request in requests:
+            info, assignment, new = request.leader_and_isr(T0)
+            assert new is is_new, b
+            assert info.leader_and_isr.leader_epoch == e + 1
+            assert assignment == ReplicaAssignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3))
+    assert h.channel.requests(kind=SR) == []
+    # Followers catch up: only the zkVersion changes.
+    h.channel.clear()
+    leader_writes_isr(h, [1, 2, 3, 4, 5, 6])
+    # B3 elected 4 (first live ISR member of the target, e+2); B4 took 1, 2, 3 out of the ISR
+    # one at a time (e+5); B6 persisted RS = target.
+    assert state(h) == (4, (4, 5, 6), e + 5)
+    assert rs_ar_rr(h) == ([4, 5, 6], [], [])
+    assert h.ctx.partitions_being_reassigned == set()
+    # The removed replicas were stopped, then deleted, without waiting for answers.
+    for b in (1, 2, 3):
+        stops = [r.stop_replica(T0)[1] for r in h.channel.requests(b, SR)]
+        assert stops == [False, True], b
+        assert all(r.callback is None for r in h.channel.requests(b, SR))
+        assert not h.ctx.has_replica_state(PartitionAndReplica(T0, b))
+    assert h.ctx.partition_full_replica_assignment(T0) == ReplicaAssignment((4, 5, 6))
+    elections = h.state_changes("partition", topic="t", election="reassign")
+    assert [(r["leader"], r["leader_epoch"]) for r in elections] == [(4, e + 2)]
+
+
+def test_one_replica_moved_with_both_brokers_alive_is_plus_3() -> None:
+    h = harness([1, 2], [1])
+    try:
+        e = state(h)[2]
+        assert reassign(h, {T0: (2,)}) == {T0: None}
+        assert state(h) == (1, (1,), e + 1)
+        leader_writes_isr(h, [1, 2])
+        assert state(h) == (2, (2,), e + 3)
+    finally:
+        h.close()
+
+
+def test_target_broker_down_stops_at_plus_1_and_ends_at_plus_4() -> None:
+    h = harness([1, 2], [1])
+    try:
+        e = state(h)[2]
+        h.kill_broker(2)
+        h.drain()
+        h.admin.create(
+            paths.REASSIGN_PARTITIONS, codecs.encode_reassignment({T0: (2,)}), makepath=True
+        )
+        h.drain()
+        assert rs_ar_rr(h) == ([2, 1], [2], [1])
+        assert state(h) == (1, (1,), e + 1)
+        h.register_broker(2)  # onBrokerStartup resumes: A1 again
+        h.drain()
+        assert state(h) == (1, (1,), e + 2)
+        [request] = h.channel.requests(2, LAI)[-1:]
+        assert request.leader_and_isr(T0)[2] is True  # isNew for the adding replica
+        leader_writes_isr(h, [1, 2])
+        assert state(h) == (2, (2,), e + 4)
+        assert rs_ar_rr(h) == ([2], [], [])
+        assert h.read(paths.REASSIGN_PARTITIONS) is None
+    finally:
+        h.close()
+
+
+def test_a_new_target_during_a_reassignment_stops_the_unneeded_adding_replicas(
+    h6: ControllerHarness,
+) -> None:
+    h = h6
+    reassign(h, {T0: (4, 5, 6)})
+    h.channel.clear()
+    assert reassign(h, {T0: (6, 2)}) == {T0: None}
+    # The origin is kept; 4 and 5 (adding, no longer wanted) are stopped and deleted (U3).
+    assert rs_ar_rr(h) == ([6, 2, 1, 3], [6], [1, 3])
+    for b in (4, 5):
+        assert [r.stop_replica(T0)[1] for r in h.channel.requests(b, SR)] == [False, True]
+        assert not h.ctx.has_replica_state(PartitionAndReplica(T0, b))
+    assert h.channel.requests(6, SR) == []
+
+
+def test_cancel_goes_back_to_the_origin_replicas(h6: ControllerHarness) -> None:
+    h = h6
+    e = state(h)[2]
+    reassign(h, {T0: (4, 5, 6)})
+    assert reassign(h, {T0: None}) == {T0: None}
+    assert rs_ar_rr(h) == ([1, 2, 3], [], [])
+    assert state(h) == (1, (1, 2, 3), e + 2)  # A1, then B3's epoch bump (leader stays)
+    assert h.ctx.partitions_being_reassigned == set()
+    error = reassign(h, {T0: None})[T0]
+    assert error.error is Errors.NO_REASSIGNMENT_IN_PROGRESS
+
+
+def test_list_reports_only_partitions_being_reassigned(h6: ControllerHarness) -> None:
+    h = h6
+    h.create_topic("u", {0: [1]}, in_context=False)
+    h.drain()
+    reassign(h, {T0: (4, 5, 6)})
+    for partitions, expected in (
+        (None, {T0: ReplicaAssignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3))}),
+        (frozenset({TopicPartition("u", 0), TopicPartition("x", 3)}), {}),
+    ):
+        event = ListPartitionReassignments(partitions=partitions)
+        h.put(event)
+        h.drain()
+        assert event.reply.result(0) == expected
+
+
+def test_a_standby_answers_not_controller() -> None:
+    h = ControllerHarness(controller_id=5)
+    try:
+        for event in (ApiPartitionReassignment(reassignments={T0: (1,)}),
+                      ListPartitionReassignments()):  # fmt: skip
+            h.process(event)
+            with pytest.raises(NotControllerError):
+                event.reply.result(0)
+    finally:
+        h.close()
+
+
+def test_zk_entries_that_fail_are_removed_and_the_rest_kept(h6: ControllerHarness) -> None:
+    h = h6
+    request = {TopicPartition("t", 4): (1,), T0: (4, 2, 3), TopicPartition("zz", 0): (1,)}
+    h.admin.create(paths.REASSIGN_PARTITIONS, codecs.encode_reassignment(request), makepath=True)
+    h.drain()
+    assert rs_ar_rr(h) == ([4, 2, 3, 1], [4], [1])
+    data = h.read(paths.REASSIGN_PARTITIONS)
+    assert data is not None
+    assert codecs.decode_reassignment(data) == {T0: (4, 2, 3)}
+    leader_writes_isr(h, [1, 2, 3, 4])
+    assert h.read(paths.REASSIGN_PARTITIONS) is None
+    # Deleted by the controller; the creation watch is re-armed for the next request.
+    h.admin.create(paths.REASSIGN_PARTITIONS, codecs.encode_reassignment({T0: (1, 2, 3)}))
+    h.drain()
+    assert rs_ar_rr(h) == ([1, 2, 3, 4], [1], [4])
+
+
+def test_an_api_request_supersedes_the_zk_request_for_the_same_partition(
+    h6: ControllerHarness,
+) -> None:
+    h = h6
+    h.create_topic("u", {0: [1]}, in_context=False)
+    h.drain()
+    u0 = TopicPartition("u", 0)
+    h.admin.create(
+        paths.REASSIGN_PARTITIONS,
+        codecs.encode_reassignment({T0: (4, 5, 6), u0: (2,)}),
+        makepath=True,
+    )
+    h.drain()
+    reassign(h, {T0: (1, 2, 4)})
+    data = h.read(paths.REASSIGN_PARTITIONS)
+    assert data is not None
+    assert codecs.decode_reassignment(data) == {u0: (2,)}
+    assert rs_ar_rr(h) == ([1, 2, 4, 3], [4], [3])
+
+
+def test_a_malformed_zk_request_is_ignored_and_left_in_place(h6: ControllerHarness) -> None:
+    h = h6
+    before = h.read(paths.topic_path("t"))
+    h.admin.create(
+        paths.REASSIGN_PARTITIONS, b'{"version":1,"partitions":[{"topic":', makepath=True
+    )
+    h.drain()
+    assert h.read(paths.REASSIGN_PARTITIONS) is not None
+    assert h.read(paths.topic_path("t")) == before
+    assert h.ctx.partitions_being_reassigned == set()
+    # The operator deletes it; the next request is seen (the deletion re-arms the watch).
+    h.admin.delete(paths.REASSIGN_PARTITIONS)
+    h.drain()
+    h.admin.create(paths.REASSIGN_PARTITIONS, codecs.encode_reassignment({T0: (4, 2, 3)}))
+    h.drain()
+    assert rs_ar_rr(h) == ([4, 2, 3, 1], [4], [1])
+
+
+def test_failover_resumes_reassignments_from_the_topic_znode(h6: ControllerHarness) -> None:
+    h = h6
+    reassign(h, {T0: (4, 5, 6)})
+    e = state(h)[2]
+    # A new controller (same ZooKeeper) reads AR/RR from the topic znode and resumes (A1).
+    other = ControllerHarness(controller_id=6, zk=h.zk)
+    try:
+        h.controller.shutdown()
+        h.admin.delete(paths.CONTROLLER)
+        other.start()
+        assert other.ctx.partitions_being_reassigned == {T0}
+        info = other.zk_state(T0)
+        assert info is not None
+        assert info.leader_and_isr.leader_epoch == e + 1
+        assert info.controller_epoch == 2
+    finally:
+        other.close()
