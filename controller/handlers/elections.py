@@ -24,7 +24,9 @@ Differences from Kafka, each to avoid a failure Kafka would have:
   in a state that allows an election) gets a per-partition error instead of no entry;
 * a malformed ``/admin/preferred_replica_election`` is logged with the problem and its raw
   content, then deleted like any other request (as Kafka does after its decoder yields an
-  empty set): the creation watch must be re-armed, and the content stays in the log.
+  empty set): the creation watch must be re-armed, and the content stays in the log;
+* failover step 12 does nothing when there is no znode (Kafka deletes it anyway, which can
+  delete a request created meanwhile before it is read).
 """
 
 from __future__ import annotations
@@ -96,11 +98,12 @@ class LeaderElections:
             paths.PREFERRED_REPLICA_ELECTION, on_creation=lambda: put(ReplicaLeaderElection())
         )
 
-    def read_preferred_replica_election(self) -> set[TopicPartition]:
-        """The partitions in the znode; a malformed znode is logged in full and reads empty."""
+    def read_preferred_replica_election(self) -> set[TopicPartition] | None:
+        """The partitions in the znode, None when there is no znode; a malformed znode is
+        logged in full and reads empty."""
         got = self.ctl.gateway.get_data(paths.PREFERRED_REPLICA_ELECTION, watch=False)
         if got is None:
-            return set()
+            return None
         data = got[0]
         try:
             return codecs.decode_preferred_replica_election(data, paths.PREFERRED_REPLICA_ELECTION)
@@ -141,7 +144,11 @@ class LeaderElections:
                 if not ctx.is_topic_queued_up_for_deletion(tp.topic)
             }
         else:
-            partitions = self.read_preferred_replica_election()
+            requested = self.read_preferred_replica_election()
+            if requested is None:
+                _reply(event, {})  # deleted since the existence check: nothing to do
+                return
+            partitions = requested
         results = self._elect(partitions, event.election_type, event.trigger)
         _reply(event, results)
 
@@ -291,9 +298,16 @@ class LeaderElections:
     # -- failover steps 12 and 13 --------------------------------------------------------
 
     def elect_pending_preferred_replicas(self) -> None:
-        """Failover step 12: finish a preferred election requested before the failover."""
+        """Failover step 12: finish a preferred election requested before the failover.
+
+        Kafka runs this (and so deletes the znode) even when there is no znode. A request
+        created after that read would then be deleted unseen; here nothing is done without a
+        znode, and a later creation fires the watch armed at failover step 2.
+        """
         ctx = self.ctl.context
         requested = self.read_preferred_replica_election()
+        if requested is None:
+            return
         pending: set[TopicPartition] = set()
         for tp in sorted(requested):
             replicas = ctx.partition_replica_assignment(tp)
@@ -322,7 +336,7 @@ class LeaderElections:
                 requested=len(requested),
                 pending=sorted(str(tp) for tp in pending),
             )
-        # Called even when nothing is pending: that deletes the znode and re-arms the watch.
+        # Called even when nothing is pending: that deletes the request and re-arms the watch.
         self.on_replica_election(pending, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED)
 
     def start_auto_rebalance(self) -> None:
