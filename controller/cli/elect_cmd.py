@@ -1,0 +1,173 @@
+"""``zk-controller elect``: preferred or unclean leader elections (kafka-leader-election.sh).
+
+    zk-controller elect --type preferred --all
+    zk-controller elect --type preferred --topic orders
+    zk-controller elect --type unclean --topic orders --partition 3
+
+The request goes to the active controller's ElectLeaders admin RPC; the controller is found
+through ZooKeeper (``/controller`` and its advertised endpoint), and a standby's NOT_CONTROLLER
+answer is followed to the active one. ``--all`` asks for every partition; ``--topic`` alone
+for every partition of that topic (read from ``/brokers/topics/T``).
+
+Output is kafka-leader-election.sh's: partitions elected, partitions whose leader was already
+valid, and one line per failed partition with Kafka's error name. ``--json`` prints one JSON
+object instead. Exit status 0 when no partition failed (an election that was not needed is
+not a failure), 1 otherwise or on any error, which is one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from controller.admin.assignment import AdminError
+from controller.admin.controller_client import ControllerClient, NoActiveControllerError
+from controller.api.errors import Errors, error_name
+from controller.api.v1 import admin_pb2, common_pb2
+from controller.cli.topics_cmd import add_connection_arguments, fail, run_admin
+from controller.zk import codecs, paths
+from controller.zk.errors import NoNodeError
+from controller.zk.port import ZkPort
+
+ELECTION_TYPES = {
+    "preferred": admin_pb2.ELECTION_TYPE_PREFERRED,
+    "unclean": admin_pb2.ELECTION_TYPE_UNCLEAN,
+}
+DEFAULT_TIMEOUT_MS = 30_000
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "elect",
+        help="elect preferred or unclean leaders (kafka-leader-election.sh)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--type",
+        required=True,
+        type=str.lower,
+        choices=sorted(ELECTION_TYPES),
+        help="preferred: move leadership to the first replica if it is in the ISR; "
+        "unclean: elect a leader for partitions without one, from outside the ISR if need be",
+    )
+    scope = parser.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--topic", metavar="TOPIC", help="the topic to elect leaders for")
+    scope.add_argument("--all", action="store_true", help="every partition of every topic")
+    parser.add_argument("--partition", type=int, metavar="P", help="only this partition of --topic")
+    parser.add_argument(
+        "--timeout-ms",
+        type=int,
+        default=DEFAULT_TIMEOUT_MS,
+        metavar="MS",
+        help="how long to wait for the controller (default %(default)s)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_connection_arguments(parser)
+    parser.set_defaults(func=elect_command)
+
+
+def _partitions_of(port: ZkPort, topic: str) -> list[int]:
+    try:
+        path = paths.topic_path(topic)
+    except ValueError as exc:
+        raise AdminError(str(exc)) from None
+    try:
+        data, _ = port.get(path)
+    except NoNodeError:
+        raise AdminError(f"topic '{topic}' does not exist") from None
+    return sorted(codecs.decode_topic_assignment(topic, data, path).partitions)
+
+
+def elect_command(args: argparse.Namespace) -> int:
+    if args.partition is not None and args.topic is None:
+        return fail("--partition needs --topic")
+    if args.partition is not None and args.partition < 0:
+        return fail(f"--partition must be >= 0, got {args.partition}")
+    if args.topic is not None and not args.topic.strip():
+        return fail("--topic must not be empty")
+    if args.timeout_ms <= 0:
+        return fail(f"--timeout-ms must be positive, got {args.timeout_ms}")
+    type_name = args.type.upper()
+
+    def action(port: ZkPort) -> int:
+        if args.all:
+            wanted: list[common_pb2.TopicPartition] = []
+        else:
+            numbers = (
+                [args.partition] if args.partition is not None else _partitions_of(port, args.topic)
+            )
+            wanted = [common_pb2.TopicPartition(topic=args.topic, partition=p) for p in numbers]
+        request = admin_pb2.ElectLeadersRequest(
+            election_type=ELECTION_TYPES[args.type], partitions=wanted, timeout_ms=args.timeout_ms
+        )
+        # The controller answers within timeout_ms; the client may also need to find it.
+        client = ControllerClient(port, timeout_s=args.timeout_ms / 1000 + 5)
+        try:
+            response = client.admin("ElectLeaders", request)
+        except NoActiveControllerError as exc:
+            return fail(str(exc))
+        finally:
+            client.close()
+        if response.error_code != Errors.NONE:
+            detail = f": {response.error_message}" if response.error_message else ""
+            return fail(
+                f"leader election ({type_name}) failed: {error_name(response.error_code)}{detail}"
+            )
+        return _report(type_name, response, args.json)
+
+    return run_admin(args, action)
+
+
+def _report(type_name: str, response: admin_pb2.ElectLeadersResponse, as_json: bool) -> int:
+    elected: list[str] = []
+    not_needed: list[str] = []
+    failed: list[tuple[str, str, str]] = []
+    for r in response.results:
+        name = f"{r.topic}-{r.partition}"
+        if r.error_code == Errors.NONE:
+            elected.append(name)
+        elif r.error_code == Errors.ELECTION_NOT_NEEDED:
+            not_needed.append(name)
+        else:
+            failed.append((name, error_name(r.error_code), r.error_message))
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "election_type": type_name,
+                    "results": [
+                        {
+                            "topic": r.topic,
+                            "partition": r.partition,
+                            "leader": r.leader if r.error_code == Errors.NONE else None,
+                            "error": None
+                            if r.error_code == Errors.NONE
+                            else error_name(r.error_code),
+                            "message": r.error_message or None,
+                        }
+                        for r in response.results
+                    ],
+                },
+                indent=2,
+            )
+        )
+    else:
+        # kafka-leader-election.sh's lines.
+        if elected:
+            print(
+                f"Successfully completed leader election ({type_name}) for partitions "
+                + ", ".join(elected)
+            )
+        if not_needed:
+            print("Valid replica already elected for partitions " + ", ".join(not_needed))
+        for name, error, message in failed:
+            detail = f": {message}" if message and message != error else ""
+            print(f"Error completing leader election ({type_name}) for partition: {name}: "
+                  f"{error}{detail}")  # fmt: skip
+        if not response.results:
+            print(f"No partitions to elect ({type_name})")
+    if failed:
+        return fail(f"{len(failed)} replica(s) could not be elected")
+    return 0
