@@ -17,6 +17,7 @@ from controller.api.errors import ApiError, Errors
 from controller.channel.sender import RequestKind
 from controller.core.events import (
     ApiPartitionReassignment,
+    Expire,
     ListPartitionReassignments,
     NotControllerError,
 )
@@ -334,3 +335,18 @@ def test_failover_resumes_reassignments_from_the_topic_znode(h6: ControllerHarne
         assert info.controller_epoch == 2
     finally:
         other.close()
+
+
+def test_a_request_queued_when_the_controller_resigns_is_answered_not_controller(
+    h6: ControllerHarness,
+) -> None:
+    h = h6
+    before = h.read(paths.topic_path("t"))
+    event = ApiPartitionReassignment(reassignments={T0: (4, 5, 6)})
+    h.put(event)
+    h.controller.events.clear_and_put(Expire())  # session expiry: queued events are preempted
+    with pytest.raises(NotControllerError):
+        event.reply.result(0)
+    h.drain()
+    assert not h.controller.is_active
+    assert h.read(paths.topic_path("t")) == before
