@@ -1,5 +1,6 @@
 """The AlterPartition validation ladder (reference §2.10 steps 2 and 4), rule by rule, every
-pair of rules for precedence, and properties over arbitrary inputs."""
+pair of rules for precedence, and properties over arbitrary inputs; then the handler on the
+in-memory controller harness (faults a real ZooKeeper cannot be asked for)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,29 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.api.errors import Errors
+from controller.api.errors import Errors, error_for_exception
+from controller.api.v1.controller_pb2 import (
+    AlterPartitionPartitionData,
+    AlterPartitionRequest,
+    AlterPartitionTopicData,
+    BrokerState,
+)
+from controller.channel.sender import RequestKind
 from controller.core.alter_partition import (
     Outcome,
     check_broker_epoch,
     validate_partition,
 )
-from controller.core.model import LeaderAndIsr, LeaderRecoveryState
+from controller.core.events import AlterPartitionReceived, NotControllerError
+from controller.core.model import (
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    LeaderRecoveryState,
+    TopicPartition,
+)
+from controller.zk import codecs, paths
+from controller.zk.errors import ControllerMovedError
+from tests.harness import ControllerHarness
 
 RECOVERED = LeaderRecoveryState.RECOVERED
 RECOVERING = LeaderRecoveryState.RECOVERING
@@ -315,3 +332,170 @@ def test_epoch_rules_partition_the_space(current, proposed):
             Errors.FENCED_LEADER_EPOCH,
             Errors.INVALID_UPDATE_VERSION,
         )
+
+
+# -- the handler, on the in-memory controller harness --------------------------------------
+#
+# The integration tests (tests/integration/test_isr_changes.py) run the ladder on a real
+# ZooKeeper; these cover what only a fault-injecting port or a recording channel can reach.
+
+T_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
+T0 = TopicPartition("t", 0)
+T1 = TopicPartition("t", 1)
+
+
+class RecordingReassignments:
+    """Stands in for the reassignment handler: records calls and whether the broker had its
+    answer by then (Kafka completes reassignments only after answering)."""
+
+    def __init__(self, event: AlterPartitionReceived | None = None) -> None:
+        self.calls: list[tuple[TopicPartition, bool]] = []
+        self.event = event
+
+    def maybe_complete_reassignment(self, tp: TopicPartition) -> None:
+        self.calls.append((tp, self.event is not None and self.event.reply.done()))
+
+
+@pytest.fixture
+def h() -> ControllerHarness:
+    harness = ControllerHarness(controller_id=5)
+    harness.become_controller(epoch=50)
+    harness.set_live_brokers([1, 2, 3], epoch={1: 101, 2: 102, 3: 103}, shutting_down=[3])
+    harness.create_topic("t", {0: [1, 2, 3], 1: [1, 2, 3]}, topic_id=T_ID)
+    for tp in (T0, T1):
+        harness.set_leadership(tp, leader=1, isr=[1, 2], leader_epoch=5)
+    return harness
+
+
+def request(*partitions: tuple[int, list[int]], epoch: int = 101) -> AlterPartitionRequest:
+    """Broker 1's request for t's partitions: (index, new ISR) at leader epoch 5, pe 0."""
+    return AlterPartitionRequest(
+        broker_id=1,
+        broker_epoch=epoch,
+        topics=[
+            AlterPartitionTopicData(
+                topic_id=T_ID,
+                partitions=[
+                    AlterPartitionPartitionData(
+                        partition_index=p,
+                        leader_epoch=5,
+                        partition_epoch=0,
+                        new_isr_with_epochs=[
+                            BrokerState(broker_id=b, broker_epoch=-1) for b in isr
+                        ],
+                    )
+                    for p, isr in partitions
+                ],
+            )
+        ],
+    )
+
+
+def run(h: ControllerHarness, req: AlterPartitionRequest) -> AlterPartitionReceived:
+    event = AlterPartitionReceived(request=req)
+    h.process(event)
+    assert event.reply.done()
+    return event
+
+
+def codes(event: AlterPartitionReceived) -> dict[int, int]:
+    response = event.reply.result()
+    return {p.partition_index: p.error_code for t in response.topics for p in t.partitions}
+
+
+def test_handler_writes_refreshes_and_tells_every_broker(h):
+    event = run(h, request((0, [1]), (1, [1, 2, 3])))
+    # t-1 proposes shutting-down broker 3: INELIGIBLE_REPLICA (pitfall 7).
+    assert codes(event) == {0: Errors.NONE, 1: Errors.INELIGIBLE_REPLICA}
+    assert h.zk_state(T0).leader_and_isr == LeaderAndIsr(1, 5, (1,), RECOVERED, 1)
+    assert h.zk_state(T0).controller_epoch == 50
+    assert h.ctx.partition_leader_and_isr(T0) == LeaderAndIsr(1, 5, (1,), RECOVERED, 1)
+    assert h.zk_state(T1).leader_and_isr.partition_epoch == 0  # refused: not written
+    # UpdateMetadata for every requested partition (the refused one too), to every live or
+    # shutting-down broker; no LeaderAndIsr at all.
+    assert h.channel.recipients() == {1, 2, 3}
+    for b in (1, 2, 3):
+        umr = h.channel.only(b, RequestKind.UPDATE_METADATA)
+        assert set(umr.partitions()) == {T0, T1}
+        info, _, _ = umr.update_metadata(T0)
+        assert (info.leader_and_isr.isr, info.leader_and_isr.partition_epoch) == ((1,), 1)
+
+
+def test_bad_version_on_the_write_is_invalid_update_version(h):
+    # Another writer gets in between the controller's (cached) validation and its write.
+    h.port.before(
+        "multi_many",
+        lambda: h.write_partition_state(
+            T0, LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 5, (1, 3)), 50)
+        ),
+    )
+    event = run(h, request((0, [1]), (1, [1])))
+    assert codes(event) == {0: Errors.INVALID_UPDATE_VERSION, 1: Errors.NONE}
+    assert h.zk_state(T0).leader_and_isr.isr == (1, 3)  # the other writer's state stands
+    assert h.zk_state(T1).leader_and_isr.isr == (1,)
+    # The cache is not refreshed for the failed partition (Kafka refreshes successes only).
+    assert h.ctx.partition_leader_and_isr(T0).partition_epoch == 0
+
+
+def test_state_znode_gone_is_unknown_topic_or_partition(h):
+    h.admin.delete(paths.partition_state_path("t", 0))
+    event = run(h, request((0, [1])))
+    assert codes(event) == {0: Errors.UNKNOWN_TOPIC_OR_PARTITION}
+
+
+def test_controller_moved_during_the_write_is_not_controller_and_resigns(h):
+    # Controller 7 wins an election: a new epoch and its own /controller.
+    h.elect_rival()
+    h.admin.delete(paths.CONTROLLER)
+    h.admin.create(paths.CONTROLLER, codecs.encode_controller(7, 0), ephemeral=True)
+    event = run(h, request((0, [1])))
+    # The servicer turns this exception into NOT_CONTROLLER (with the active controller).
+    assert isinstance(event.reply.exception(), ControllerMovedError)
+    assert error_for_exception(event.reply.exception()) is Errors.NOT_CONTROLLER
+    assert not h.controller.is_active and h.controller.active_controller_id == 7
+    assert h.zk_state(T0).leader_and_isr.partition_epoch == 0  # fenced: nothing written
+
+
+def test_unexpected_failure_is_a_top_level_unknown_server_error(h):
+    h.channel.fail_next_send(RuntimeError("channel broke"))
+    event = run(h, request((0, [1])))
+    response = event.reply.result()
+    assert (response.error_code, list(response.topics)) == (Errors.UNKNOWN_SERVER_ERROR, [])
+    # The write had happened: the broker's retry is answered with the current state.
+    assert h.zk_state(T0).leader_and_isr.partition_epoch == 1
+    retry = run(h, request((0, [1])))
+    assert codes(retry) == {0: Errors.NONE}
+    assert retry.reply.result().topics[0].partitions[0].partition_epoch == 1
+    assert h.controller.is_active
+
+
+def test_not_active_fails_the_reply_with_not_controller(h):
+    h.controller.active_controller_id = 7
+    event = run(h, request((0, [1])))
+    exc = event.reply.exception()
+    assert isinstance(exc, NotControllerError) and exc.active_controller_id == 7
+    assert h.channel.sent == []
+
+
+def test_not_a_request_at_all_is_invalid_request(h):
+    event = AlterPartitionReceived(request={"broker_id": 1})
+    h.process(event)
+    assert event.reply.result().error_code == Errors.INVALID_REQUEST
+
+
+def test_reassignments_are_completed_after_answering_and_only_for_successes(h):
+    h.set_assignment(T0, [1, 2, 3], adding=[3])
+    h.set_assignment(T1, [1, 2, 3], adding=[3])
+    recorder = RecordingReassignments()
+    h.controller.reassignments = recorder
+    event = AlterPartitionReceived(request=request((0, [1]), (1, [1, 2, 3])))
+    recorder.event = event
+    h.process(event)
+    assert codes(event) == {0: Errors.NONE, 1: Errors.INELIGIBLE_REPLICA}
+    assert recorder.calls == [(T0, True)]  # t-1 was refused; t-0 after the answer
+    # An idempotent retry is a success too.
+    recorder.calls.clear()
+    retry = AlterPartitionReceived(request=request((0, [1])))
+    recorder.event = retry
+    h.process(retry)
+    assert recorder.calls == [(T0, True)]
