@@ -56,9 +56,10 @@ TOPICS_ENTITY = "topics"
 class ConfigChangeNotification(ControllerEvent):
     """The children of ``/config/changes`` changed (a config was altered)."""
 
-    # Kafka processes these on the brokers' config listener thread, not the controller's;
-    # the metric bucket is the one of the event this usually leads to.
-    state: ClassVar[ControllerState] = ControllerState.TopicUncleanLeaderElectionEnable
+    # Kafka reads these on its brokers' config listener thread, so no controller timer counts
+    # them; Idle keeps Kafka's timers meaning what they mean. The event this may queue,
+    # TopicUncleanLeaderElectionEnable, is timed as in Kafka.
+    state: ClassVar[ControllerState] = ControllerState.Idle
 
 
 def decode_config_change(data: bytes | None, path: str) -> tuple[str, str]:
