@@ -24,6 +24,10 @@ from typing import Any
 import structlog
 
 from controller.broker.registration import BrokerIdInUseError
+from controller.broker.replication import (
+    DEFAULT_REPLICA_FETCH_INTERVAL_MS,
+    DEFAULT_REPLICA_LAG_TIME_MAX_MS,
+)
 from controller.broker.server import BrokerConfig, BrokerServer, parse_host_port
 from controller.broker.shutdown import (
     DEFAULT_ENABLE,
@@ -129,6 +133,21 @@ def register(subparsers: Any) -> None:
         metavar="MS",
         help="pause between attempts (controlled.shutdown.retry.backoff.ms; default: %(default)s)",
     )
+    parser.add_argument(
+        "--replica-lag-time-max-ms",
+        type=_positive,
+        default=DEFAULT_REPLICA_LAG_TIME_MAX_MS,
+        metavar="MS",
+        help="a follower that has not fetched for this long is removed from the ISR by its "
+        "leader (replica.lag.time.max.ms; default: %(default)s)",
+    )
+    parser.add_argument(
+        "--replica-fetch-interval-ms",
+        type=_positive,
+        default=DEFAULT_REPLICA_FETCH_INTERVAL_MS,
+        metavar="MS",
+        help="how often a follower fetches from its leader (default: %(default)s)",
+    )
     parser.add_argument("--log-level", default="INFO", help="default: %(default)s")
     parser.set_defaults(func=broker_command)
 
@@ -158,6 +177,8 @@ def broker_command(args: argparse.Namespace) -> int:
         listen=args.listen,
         advertised_host=args.advertised_host,
         rack=args.rack,
+        replica_lag_time_max_ms=args.replica_lag_time_max_ms,
+        replica_fetch_interval_ms=args.replica_fetch_interval_ms,
         controlled_shutdown=ControlledShutdownSettings(
             enable=args.controlled_shutdown_enable,
             max_retries=args.controlled_shutdown_max_retries,
