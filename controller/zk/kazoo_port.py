@@ -12,8 +12,9 @@ Retries, the way Kafka's ``retryRequestsUntilConnected`` does them:
   differ; the controller must resign and re-initialise first).
 
 Callbacks: kazoo runs watch callbacks on one thread and session listeners on its connection
-thread. Both must only enqueue (kazoo: "This function must not block"). kazoo drops every
-watch when the connection drops and then calls it with a NONE event; see ``EventType.NONE``.
+thread. Both must only enqueue (kazoo: "This function must not block"). Watches survive a
+connection loss within the session, as with ZooKeeper's Java client (``kazoo_watches``); a lost
+session gives each a NONE event.
 
 Pipelining (``multi_many``, ``get_many``, recursive ``delete``) keeps at most ``max_in_flight``
 requests outstanding, so kazoo's pings are not starved and ZooKeeper's
@@ -26,29 +27,36 @@ pipelines; the calls a recursive delete makes are counted too.
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import structlog
 from kazoo import exceptions as kex
 from kazoo.client import KazooClient
-from kazoo.protocol.states import EventType as KazooEventType
-from kazoo.protocol.states import KazooState, WatchedEvent
-from kazoo.protocol.states import ZnodeStat as KazooStat
+from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry, RetryFailedError
 
 from controller.zk import errors, multiread
+from controller.zk.kazoo_support import (
+    ZkObserver,
+    observed,
+    op_results,
+    to_stat,
+    translate,
+    zxid_of,
+)
+from controller.zk.kazoo_watches import WatchKeeper
 from controller.zk.port import (
+    CHILD_WATCH,
+    DATA_WATCH,
     Check,
     Create,
     Delete,
-    EventType,
     Op,
     OpResult,
     ReadResult,
@@ -58,118 +66,18 @@ from controller.zk.port import (
     WatchCallback,
     WatchEvent,
     ZnodeStat,
+    reconnect_event,
 )
 
 log = structlog.get_logger("zkctl.zk.kazoo")
 T = TypeVar("T")
 _DELETE_BATCH = 1000  # deletes per multi in a recursive delete (~100 KB requests at most)
 
-# kazoo's exceptions as ours. Order matters: ConnectionClosedError (our own stop) subclasses
-# kazoo's SessionExpiredError.
-_ERRORS: tuple[tuple[type[Exception], type[errors.ZkError]], ...] = (
-    (kex.NoNodeError, errors.NoNodeError),
-    (kex.NodeExistsError, errors.NodeExistsError),
-    (kex.BadVersionError, errors.BadVersionError),
-    (kex.NotEmptyError, errors.NotEmptyError),
-    (kex.NoChildrenForEphemeralsError, errors.NoChildrenForEphemeralsError),
-    (kex.RolledBackError, errors.RolledBackError),
-    (kex.RuntimeInconsistency, errors.RolledBackError),  # ops after the failing one of a multi
-    (kex.ConnectionLoss, errors.ConnectionLossError),
-    (RetryFailedError, errors.ConnectionLossError),  # gave up resending at the deadline
-    (kex.SessionExpiredError, errors.SessionExpiredError),
-    (kex.OperationTimeoutError, errors.OperationTimeoutError),
-    (kex.NoAuthError, errors.NoAuthError),
-    (kex.AuthFailedError, errors.NoAuthError),
-)
-
-_EVENTS = {
-    KazooEventType.CREATED: EventType.CREATED,
-    KazooEventType.DELETED: EventType.DELETED,
-    KazooEventType.CHANGED: EventType.CHANGED,
-    KazooEventType.CHILD: EventType.CHILD,
-}
-
 _STATES = {
     KazooState.CONNECTED: SessionState.CONNECTED,
     KazooState.SUSPENDED: SessionState.SUSPENDED,
     KazooState.LOST: SessionState.LOST,
 }
-
-
-class ZkObserver(Protocol):
-    """Metrics hook of ``KazooPort`` (implemented by ``controller.metrics.ControllerMetrics``)."""
-
-    def zookeeper_request(self, operation: str, seconds: float) -> None: ...
-
-    def zookeeper_batch(self, operation: str, size: int) -> None: ...
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _observed(operation: str, size: Callable[..., int] | None = None) -> Callable[[F], F]:
-    """Time a public call for ``self.observer``; ``size`` gets the call's arguments."""
-
-    def decorate(fn: F) -> F:
-        @functools.wraps(fn)
-        def observed(self: KazooPort, *args: Any, **kwargs: Any) -> Any:
-            observer = self.observer
-            if observer is None:
-                return fn(self, *args, **kwargs)
-            if size is not None:
-                observer.zookeeper_batch(operation, size(*args, **kwargs))
-            start = time.monotonic()
-            try:
-                return fn(self, *args, **kwargs)
-            finally:
-                observer.zookeeper_request(operation, time.monotonic() - start)
-
-        return observed  # type: ignore[return-value]
-
-    return decorate
-
-
-def translate(exc: BaseException, path: str | None = None) -> errors.ZkError:
-    """kazoo's exception as ours (a generic ``ZkError`` naming the kazoo type if unknown)."""
-    if isinstance(exc, errors.ZkError):
-        return exc
-    for kazoo_type, ours in _ERRORS:
-        if isinstance(exc, kazoo_type):
-            return ours(str(exc), path=path) if str(exc) else ours(path=path)
-    return errors.ZkError(f"{type(exc).__name__}: {exc}", path=path)
-
-
-def _stat(raw: KazooStat | Sequence[int]) -> ZnodeStat:
-    # kazoo's ZnodeStat and multiread's raw tuple share jute's field order.
-    czxid, mzxid, _, _, version, cversion, _, owner, length, children, _ = raw
-    return ZnodeStat(czxid, mzxid, version, cversion, owner, children, length)
-
-
-class _Watch:
-    """Adapts a ``WatchCallback`` to kazoo's ``WatchedEvent`` callbacks.
-
-    Equal (and hashing) by the wrapped callback, so kazoo's per-path watcher *set* keeps one
-    entry when the same callback arms a path twice: it fires once, as in ZooKeeper.
-    """
-
-    __slots__ = ("callback", "path")
-
-    def __init__(self, callback: WatchCallback, path: str) -> None:
-        self.callback = callback
-        self.path = path
-
-    def __call__(self, event: WatchedEvent) -> None:
-        etype = _EVENTS.get(event.type, EventType.NONE)
-        try:
-            self.callback(WatchEvent(etype, event.path or self.path))
-        except Exception:
-            log.exception("watch callback failed", path=self.path, event=etype.value)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Watch) and other.callback == self.callback
-
-    def __hash__(self) -> int:
-        return hash(self.callback)
 
 
 class _Progress:
@@ -245,6 +153,8 @@ class KazooPort:
                 assumed=multiread.KAZOO_VERSION_ASSUMED,
                 installed=multiread.kazoo_version(),
             )
+        self._keeper = WatchKeeper(self._client.handler)
+        self._last_state = SessionState.LOST
         self._client.add_listener(self._on_state)
 
     # ------------------------------------------------------------ session lifecycle
@@ -258,6 +168,7 @@ class KazooPort:
 
     def stop(self) -> None:
         """Close the session (ephemerals go at once, listeners get LOST) and free the socket."""
+        self._keeper.discard()  # our own close: no NONE events (they would outlive the stop)
         self._client.stop()
         self._client.close()
 
@@ -299,8 +210,14 @@ class KazooPort:
     def _on_state(self, state: str) -> None:
         # On kazoo's connection thread: must not block.
         ours = _STATES[state]
-        if ours is SessionState.LOST:
+        previous, self._last_state = self._last_state, ours
+        if ours is SessionState.SUSPENDED:
+            self._keeper.connection_lost()
+        elif ours is SessionState.LOST:
             self._generation += 1
+            self._keeper.session_lost()
+        elif previous is SessionState.SUSPENDED:  # back on the same session: restore watches
+            threading.Thread(target=self._rearm, name="zk-rearm-watches", daemon=True).start()
         with self._listeners_lock:
             listeners = list(self._listeners)
         for listener in listeners:
@@ -397,29 +314,97 @@ class KazooPort:
         except self._client.handler.timeout_exception:
             raise RetryFailedError("no reply from ZooKeeper within the deadline") from None
 
-    def _watch(self, watch: WatchCallback | None, path: str) -> _Watch | None:
-        return _Watch(watch, path) if watch is not None else None
+    def _watched_read(
+        self,
+        kind: str,
+        path: str,
+        watch: WatchCallback | None,
+        read: Callable[[Any], Any],
+        zxid_of: Callable[[Any], int | None],
+    ) -> Any:
+        """``read(watcher)``, noting the watch it arms (with the zxid read) in the keeper."""
+        if watch is None:
+            return self._call(lambda: read(None), path)
+        watcher = self._keeper.watcher(kind, path, watch)
+        generation = self._generation
+        while True:
+            epoch = self._keeper.epoch
+            result = self._call(lambda: read(watcher), path)
+            if self._keeper.record((kind, path, watch), zxid_of(result), epoch):
+                return result
+            if generation != self._generation:
+                raise errors.SessionExpiredError("session lost during the call", path=path)
+            # The connection dropped while we read: the watch may be gone, so read again.
+
+    def _rearm(self) -> None:
+        """Set every watch again after a reconnect; fire those whose node changed meanwhile."""
+        epoch, entries = self._keeper.snapshot()
+        if not entries:
+            return
+
+        def submit(entry: tuple[tuple[str, str, WatchCallback], int | None]) -> Any:
+            (kind, path, callback), _ = entry
+            watcher = self._keeper.watcher(kind, path, callback)
+            if kind == DATA_WATCH:
+                return self._client.exists_async(path, watch=watcher)
+            return self._client.get_children_async(path, watch=watcher, include_data=True)
+
+        try:
+            results = self._pipeline(
+                entries, submit, self._max_in_flight, item_errors=(kex.NoNodeError,)
+            )
+        except Exception as exc:  # dropped again (the next reconnect retries) or session lost
+            log.warning("could not re-arm watches after reconnect", error=repr(exc))
+            return
+        fired = 0
+        for (key, seen), result in zip(entries, results, strict=True):
+            kind, path, callback = key
+            now = None if isinstance(result, Exception) else zxid_of(kind, result)
+            if not self._keeper.record(key, now, epoch):
+                return  # dropped again meanwhile: the next reconnect re-arms them all
+            event = reconnect_event(kind, seen, now)
+            if event is not None:
+                fired += 1
+                self._keeper.dispatch(callback, WatchEvent(event, path))
+        log.info("watches re-armed after reconnect", watches=len(entries), fired=fired)
 
     # -------------------------------------------------------------------- reads
 
-    @_observed("get")
+    @observed("get")
     def get(self, path: str, watch: WatchCallback | None = None) -> tuple[bytes, ZnodeStat]:
-        w = self._watch(watch, path)
-        data, stat = self._call(lambda: self._client.get_async(path, watch=w), path)
-        return data or b"", _stat(stat)
+        data, stat = self._watched_read(
+            DATA_WATCH,
+            path,
+            watch,
+            lambda w: self._client.get_async(path, watch=w),
+            lambda result: result[1].mzxid,
+        )
+        return data or b"", to_stat(stat)
 
-    @_observed("exists")
+    @observed("exists")
     def exists(self, path: str, watch: WatchCallback | None = None) -> ZnodeStat | None:
-        w = self._watch(watch, path)
-        stat = self._call(lambda: self._client.exists_async(path, watch=w), path)
-        return None if stat is None else _stat(stat)
+        stat = self._watched_read(
+            DATA_WATCH,
+            path,
+            watch,
+            lambda w: self._client.exists_async(path, watch=w),
+            lambda result: zxid_of(DATA_WATCH, result),
+        )
+        return None if stat is None else to_stat(stat)
 
-    @_observed("get_children")
+    @observed("get_children")
     def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]:
-        w = self._watch(watch, path)
-        return list(self._call(lambda: self._client.get_children_async(path, watch=w), path))
+        # With the stat (GetChildren2): its pzxid tells whether the children changed.
+        children, _ = self._watched_read(
+            CHILD_WATCH,
+            path,
+            watch,
+            lambda w: self._client.get_children_async(path, watch=w, include_data=True),
+            lambda result: zxid_of(CHILD_WATCH, result),
+        )
+        return list(children)
 
-    @_observed("get_many", lambda paths: len(paths))
+    @observed("get_many", lambda paths: len(paths))
     def get_many(self, paths: Sequence[str]) -> list[ReadResult]:
         """Batched reads: multi-read (ZooKeeper >= 3.6) in chunks, else pipelined gets."""
         with self._translated():
@@ -427,7 +412,7 @@ class KazooPort:
         return [
             ReadResult(p, error=translate(r, p))
             if isinstance(r, Exception)
-            else ReadResult(p, r[0] or b"", _stat(r[1]))
+            else ReadResult(p, r[0] or b"", to_stat(r[1]))
             for p, r in zip(paths, raw, strict=True)
         ]
 
@@ -469,14 +454,14 @@ class KazooPort:
 
     # ------------------------------------------------------------------- writes
 
-    @_observed("multi", lambda ops: len(ops))
+    @observed("multi", lambda ops: len(ops))
     def multi(self, ops: Sequence[Op]) -> list[OpResult]:
         if not ops:
             return []
         raw = self._call(lambda: self._transaction(ops).commit_async())
-        return _op_results(ops, raw)
+        return op_results(ops, raw)
 
-    @_observed("multi_many", lambda transactions: sum(len(t) for t in transactions))
+    @observed("multi_many", lambda transactions: sum(len(t) for t in transactions))
     def multi_many(self, transactions: Sequence[Sequence[Op]]) -> list[list[OpResult]]:
         """Independent multis, pipelined. A multi resent after a connection loss may be
         reordered relative to the others: callers must not rely on their relative order."""
@@ -489,7 +474,7 @@ class KazooPort:
             )
         out: list[list[OpResult]] = [[] for _ in transactions]
         for index, results in zip(todo, raw, strict=True):
-            out[index] = _op_results(transactions[index], results)
+            out[index] = op_results(transactions[index], results)
         return out
 
     def _transaction(self, ops: Sequence[Op]) -> Any:
@@ -507,7 +492,7 @@ class KazooPort:
                 raise TypeError(f"not a ZooKeeper op: {op!r}")
         return txn
 
-    @_observed("create")
+    @observed("create")
     def create(
         self,
         path: str,
@@ -525,11 +510,11 @@ class KazooPort:
         )
         return created
 
-    @_observed("set")
+    @observed("set")
     def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
-        return _stat(self._call(lambda: self._client.set_async(path, data, version), path))
+        return to_stat(self._call(lambda: self._client.set_async(path, data, version), path))
 
-    @_observed("delete")
+    @observed("delete")
     def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
         """Delete ``path``. ``recursive`` deletes descendants first (any version), then the
         node with ``version``; a missing node is then not an error (as kazoo and Kafka)."""
@@ -575,35 +560,10 @@ class KazooPort:
             found += level
         return found
 
-    @_observed("ensure_path")
+    @observed("ensure_path")
     def ensure_path(self, path: str) -> None:
         self._call(lambda: self._client.ensure_path_async(path), path)
 
     def __repr__(self) -> str:
         sid = self.session_id
         return f"KazooPort({self.connect!r}, session_id={hex(sid) if sid else None})"
-
-
-def _op_results(ops: Sequence[Op], raw: Sequence[Any]) -> list[OpResult]:
-    """kazoo's multi result list as ours: the failing op keeps its error, the rest RolledBack."""
-    if len(raw) != len(ops):
-        raise errors.ZkError(f"multi returned {len(raw)} results for {len(ops)} ops")
-    if any(isinstance(r, Exception) for r in raw):
-        return [
-            OpResult(
-                error=errors.RolledBackError(path=op.path)
-                if isinstance(r, kex.RolledBackError | kex.RuntimeInconsistency)
-                or not isinstance(r, Exception)
-                else translate(r, op.path)
-            )
-            for op, r in zip(ops, raw, strict=True)
-        ]
-    out: list[OpResult] = []
-    for r in raw:
-        if isinstance(r, str):
-            out.append(OpResult(path=r))
-        elif isinstance(r, KazooStat):
-            out.append(OpResult(stat=_stat(r)))
-        else:
-            out.append(OpResult())
-    return out

@@ -19,11 +19,13 @@ observable behaviour as ``KazooPort`` on a real server:
   fires once. A read of a missing node with ``get``/``get_children`` arms nothing.
 - Malformed paths raise ``ValueError`` (stricter than the server, which answers NoNode to a
   read and BadArguments to a write).
-- Connection faults mirror kazoo: ``disconnect`` drops the session's watches (each gets a
-  NONE event) and reports SUSPENDED; ``expire`` additionally deletes the ephemerals, reports
-  LOST and, like kazoo, reconnects with a new session id (CONNECTED). While disconnected,
-  operations raise ``ConnectionLossError`` at once (a real port would retry until its deadline);
-  without a session they raise ``SessionExpiredError``.
+- Connection faults mirror ``KazooPort``: ``disconnect`` reports SUSPENDED and holds the
+  session's watches back; ``reconnect`` reports CONNECTED and sets them again, firing those
+  whose node changed meanwhile (``port.reconnect_event``, as ZooKeeper's Java client does).
+  ``expire`` reports SUSPENDED, gives every watch of the session a NONE event, deletes its
+  ephemerals, reports LOST and, like kazoo, reconnects with a new session id (CONNECTED).
+  While disconnected, operations raise ``ConnectionLossError`` at once (a real port would retry
+  until its deadline); without a session they raise ``SessionExpiredError``.
 
 Delivery: watch callbacks and listener calls are queued in the order ZooKeeper would deliver
 them and handed, one by one, to the *dispatcher* (``Callable[[Callable[[], None]], None]``)
@@ -55,6 +57,8 @@ from controller.zk.errors import (
     NotEmptyError,
 )
 from controller.zk.port import (
+    CHILD_WATCH,
+    DATA_WATCH,
     Check,
     Create,
     Delete,
@@ -66,6 +70,7 @@ from controller.zk.port import (
     WatchCallback,
     WatchEvent,
     ZnodeStat,
+    reconnect_event,
 )
 
 if TYPE_CHECKING:
@@ -124,6 +129,7 @@ class _Znode:
     ephemeral_owner: int = 0
     version: int = 0
     creations: int = 0  # children ever created: ZooKeeper's stored cversion, the sequence
+    pzxid: int = -1  # zxid of the last child creation or deletion (czxid until then)
     children: set[str] = field(default_factory=set)
 
     def stat(self) -> ZnodeStat:
@@ -161,7 +167,7 @@ class MemoryZooKeeper:
         self._lock = threading.Lock()
         self._dispatcher = dispatcher
         self._zxid = 0
-        self._nodes: dict[str, _Znode] = {"/": _Znode(b"", 0, 0)}
+        self._nodes: dict[str, _Znode] = {"/": _Znode(b"", 0, 0, pzxid=0)}
         self._ephemerals: dict[int, set[str]] = {}
         self._data_watches: dict[str, list[_Watch]] = {}
         self._child_watches: dict[str, list[_Watch]] = {}
@@ -183,13 +189,15 @@ class MemoryZooKeeper:
     def expire(self, session: MemoryZkSession, *, reconnect: bool = True) -> None:
         """Expire the session server-side, as a timeout or the duplicate-client_id trick does.
 
-        The client sees SUSPENDED (its watches get NONE), then LOST once its ephemerals are
-        gone; with ``reconnect`` it then gets a new session id and CONNECTED, like kazoo.
+        The client sees SUSPENDED, a NONE event at each watch, then LOST once its ephemerals
+        are gone; with ``reconnect`` it then gets a new session id and CONNECTED, like kazoo.
         """
         with self._lock:
             if session._sid is not None:
                 if session._connected:
                     self._drop_connection(session)
+                for _, path, callback, _ in session._parked:  # the watches die with the session
+                    self._post_watch(session, callback, EventType.NONE, path)
                 self._close_session(session)
                 session._set_state(SessionState.LOST)
                 if reconnect:
@@ -197,7 +205,8 @@ class MemoryZooKeeper:
         self._flush()
 
     def disconnect(self, session: MemoryZkSession) -> None:
-        """Drop the session's connection (SUSPENDED); the session and its ephemerals survive."""
+        """Drop the session's connection (SUSPENDED); the session, its ephemerals and its
+        watches survive (the watches fire only after ``reconnect``)."""
         with self._lock:
             if session._sid is not None and session._connected:
                 self._drop_connection(session)
@@ -206,9 +215,7 @@ class MemoryZooKeeper:
     def reconnect(self, session: MemoryZkSession) -> None:
         """Re-establish a dropped connection to the same session (CONNECTED)."""
         with self._lock:
-            if session._sid is not None and not session._connected:
-                session._connected = True
-                session._set_state(SessionState.CONNECTED)
+            self._resume(session)
         self._flush()
 
     @property
@@ -232,17 +239,43 @@ class MemoryZooKeeper:
         session._set_state(SessionState.CONNECTED)
 
     def _drop_connection(self, session: MemoryZkSession) -> None:
+        """SUSPENDED: park the session's watches with the zxid their node is at."""
         session._connected = False
         session._set_state(SessionState.SUSPENDED)
-        for watches in (self._data_watches, self._child_watches):
+        for kind, watches in ((DATA_WATCH, self._data_watches), (CHILD_WATCH, self._child_watches)):
             for path in list(watches):
+                mine = [callback for owner, callback in watches[path] if owner is session]
+                if not mine:
+                    continue
+                seen = self._watch_zxid(kind, path)
+                session._parked += [(kind, path, callback, seen) for callback in mine]
                 kept = [w for w in watches[path] if w[0] is not session]
-                for _, callback in (w for w in watches[path] if w[0] is session):
-                    self._post_watch(session, callback, EventType.NONE, path)
                 if kept:
                     watches[path] = kept
                 else:
                     del watches[path]
+
+    def _resume(self, session: MemoryZkSession) -> None:
+        """CONNECTED again: set the parked watches again, firing those whose node changed."""
+        if session._sid is None or session._connected:
+            return
+        session._connected = True
+        session._set_state(SessionState.CONNECTED)
+        parked, session._parked = session._parked, []
+        for kind, path, callback, seen in parked:
+            now = self._watch_zxid(kind, path)
+            if kind == DATA_WATCH or now is not None:  # a child watch needs its node
+                registry = self._data_watches if kind == DATA_WATCH else self._child_watches
+                self._arm(registry, path, (session, callback))
+            event = reconnect_event(kind, seen, now)
+            if event is not None:
+                self._post_watch(session, callback, event, path)
+
+    def _watch_zxid(self, kind: str, path: str) -> int | None:
+        node = self._nodes.get(path)
+        if node is None:
+            return None
+        return node.mzxid if kind == DATA_WATCH else node.pzxid
 
     def _close_session(self, session: MemoryZkSession) -> None:
         """Forget the session's watches and delete its ephemerals in one transaction."""
@@ -261,6 +294,7 @@ class MemoryZooKeeper:
             self._commit(txn)
         session._sid = None
         session._connected = False
+        session._parked = []
 
     # ------------------------------------------------------ operations (lock held)
 
@@ -296,9 +330,12 @@ class MemoryZooKeeper:
         if parent.ephemeral_owner:
             raise NoChildrenForEphemeralsError(path=path)
         name = path.rsplit("/", 1)[1]
-        self._nodes[path] = _Znode(op.data or b"", txn.zxid, txn.zxid, ephemeral_owner=owner)
+        self._nodes[path] = _Znode(
+            op.data or b"", txn.zxid, txn.zxid, ephemeral_owner=owner, pzxid=txn.zxid
+        )
         parent.children.add(name)
         parent.creations += 1
+        old_pzxid, parent.pzxid = parent.pzxid, txn.zxid
         if owner:
             self._ephemerals[owner].add(path)
 
@@ -306,6 +343,7 @@ class MemoryZooKeeper:
             del self._nodes[path]
             parent.children.discard(name)
             parent.creations -= 1
+            parent.pzxid = old_pzxid
             if owner:
                 self._ephemerals[owner].discard(path)
 
@@ -336,6 +374,7 @@ class MemoryZooKeeper:
         name = path.rsplit("/", 1)[1]
         del self._nodes[path]
         parent.children.discard(name)
+        old_pzxid, parent.pzxid = parent.pzxid, txn.zxid
         owned = self._ephemerals.get(node.ephemeral_owner)
         if owned is not None:
             owned.discard(path)
@@ -343,6 +382,7 @@ class MemoryZooKeeper:
         def undo() -> None:
             self._nodes[path] = node
             parent.children.add(name)
+            parent.pzxid = old_pzxid
             if owned is not None:
                 owned.add(path)
 

@@ -56,6 +56,8 @@ class MemoryZkSession:
         self._connected = False
         self._state = SessionState.LOST
         self._listeners: list[SessionListener] = []
+        # Watches held back while disconnected: (kind, absolute path, callback, zxid seen).
+        self._parked: list[tuple[str, str, WatchCallback, int | None]] = []
 
     # ----------------------------------------------------------- session handling
 
@@ -80,9 +82,8 @@ class MemoryZkSession:
         with self._zk._lock:
             if self._sid is None:
                 self._zk._open(self)
-            elif not self._connected:
-                self._connected = True
-                self._set_state(SessionState.CONNECTED)
+            else:
+                self._zk._resume(self)
         self._zk._flush()
 
     def stop(self) -> None:

@@ -27,6 +27,10 @@ unknown; and a write resent after a connection loss may report ``NodeExistsError
 Watch callbacks and session listeners run on a client thread (kazoo's) or the in-memory
 dispatcher: they must only enqueue work, never block or call back into ZooKeeper synchronously.
 Watches are one-shot and re-armed by reading; ``get_children`` order is unspecified.
+Like ZooKeeper's Java client (which Kafka uses), a port keeps its watches across a connection
+loss within one session: on reconnect each is set again and, if its node changed meanwhile,
+fires once with ``reconnect_event``'s verdict (it then stays armed, as if re-read). Only a lost
+session drops watches; each then gets a NONE event.
 """
 
 from __future__ import annotations
@@ -117,8 +121,7 @@ class EventType(enum.Enum):
     DELETED = "DELETED"
     CHANGED = "CHANGED"
     CHILD = "CHILD"
-    # The connection dropped and this watch is gone (kazoo does not re-send watches on
-    # reconnect), so changes made meanwhile are not reported: re-read (re-arm) once CONNECTED.
+    # The session was lost and this watch with it: re-read (re-arm) in the new session.
     NONE = "NONE"
 
 
@@ -129,6 +132,22 @@ class WatchEvent:
 
 
 WatchCallback = Callable[[WatchEvent], None]
+
+DATA_WATCH = "data"  # armed by get/exists
+CHILD_WATCH = "child"  # armed by get_children
+
+
+def reconnect_event(kind: str, seen: int | None, now: int | None) -> EventType | None:
+    """The event a watch gets when a port re-arms it after a connection loss, as ZooKeeper's
+    ``SetWatches`` decides: ``seen``/``now`` are the node's mzxid (data watch) or pzxid (child
+    watch) when armed and now, None for a missing node. None: nothing changed, no event."""
+    if seen == now:
+        return None
+    if now is None:
+        return EventType.DELETED
+    if kind == CHILD_WATCH:
+        return EventType.CHILD
+    return EventType.CREATED if seen is None else EventType.CHANGED
 
 
 class SessionState(enum.Enum):

@@ -515,6 +515,111 @@ def test_real_session_expiry(backend: Backend) -> None:
     assert stat is not None and stat.ephemeral_owner == victim.session_id
 
 
+# --- connection loss within a session ----------------------------------------------------------
+
+
+class Blip:
+    """A ``watcher`` port whose connection can be cut and restored while ``writer`` writes."""
+
+    watcher: ZkPort
+    writer: ZkPort
+
+    def cut(self) -> None:
+        raise NotImplementedError
+
+    def restore(self) -> None:
+        raise NotImplementedError
+
+
+class MemoryBlip(Blip):
+    def __init__(self) -> None:
+        self.zk = MemoryZooKeeper()
+        self.watcher = self.zk.open_session()
+        self.writer = self.zk.open_session()
+
+    def cut(self) -> None:
+        self.zk.disconnect(self.watcher)  # type: ignore[arg-type]
+
+    def restore(self) -> None:
+        self.zk.reconnect(self.watcher)  # type: ignore[arg-type]
+
+
+class EnsembleBlip(Blip):
+    """The watcher talks to one follower only: stopping that node cuts its connection, and the
+    session lives on in the ensemble while the writer works through another node."""
+
+    def __init__(self, ensemble: Any) -> None:
+        self.ensemble = ensemble
+        leader = ensemble.leader_index()
+        self.node = next(i for i in range(ensemble.size) if i != leader)
+        writer_node = next(i for i in range(ensemble.size) if i != self.node)
+        self.watcher = KazooPort(ensemble.node_hosts(self.node), session_timeout=30.0)
+        self.writer = KazooPort(ensemble.node_hosts(writer_node), session_timeout=30.0)
+        self.watcher.start(timeout=15)
+        self.writer.start(timeout=15)
+
+    def cut(self) -> None:
+        self.ensemble.stop(self.node)
+
+    def restore(self) -> None:
+        self.ensemble.start(self.node)
+
+    def close(self) -> None:
+        self.watcher.stop()
+        self.writer.stop()
+
+
+@pytest.fixture(params=["memory", pytest.param("kazoo", marks=pytest.mark.zookeeper)])
+def blip(request: pytest.FixtureRequest) -> Iterator[Blip]:
+    if request.param == "memory":
+        yield MemoryBlip()
+        return
+    ensemble_blip = EnsembleBlip(request.getfixturevalue("zk_ensemble"))
+    try:
+        yield ensemble_blip
+    finally:
+        ensemble_blip.close()
+
+
+def test_watches_survive_a_connection_loss(blip: Blip) -> None:
+    watcher, writer = blip.watcher, blip.writer
+    states = Events()
+    watcher.add_session_listener(states)
+    session = watcher.session_id
+    for path in ("/changed", "/quiet", "/kids", "/gone"):
+        writer.create(path, b"0")
+    changed, quiet, created, kids, gone = Events(), Events(), Events(), Events(), Events()
+    watcher.get("/changed", watch=changed)
+    watcher.get("/quiet", watch=quiet)
+    watcher.exists("/created", watch=created)
+    watcher.get_children("/kids", watch=kids)
+    watcher.get_children("/gone", watch=gone)
+
+    blip.cut()
+    assert states.next() is SessionState.SUSPENDED
+    writer.set("/changed", b"1")
+    writer.set("/changed", b"2")
+    writer.create("/created")
+    writer.create("/kids/a")
+    writer.delete("/gone")
+    blip.restore()
+    assert states.next(timeout=30) is SessionState.CONNECTED
+    assert watcher.session_id == session
+
+    # As ZooKeeper's Java client: each watch whose node changed fires once, on reconnect.
+    assert changed.next() == WatchEvent(EventType.CHANGED, "/changed")
+    assert created.next() == WatchEvent(EventType.CREATED, "/created")
+    assert kids.next() == WatchEvent(EventType.CHILD, "/kids")
+    assert gone.next() == WatchEvent(EventType.DELETED, "/gone")
+    # The unchanged watch is set again and fires on the next change.
+    writer.set("/quiet", b"1")
+    assert quiet.next() == WatchEvent(EventType.CHANGED, "/quiet")
+    sentinel(watcher, writer)
+    for events in (changed, quiet, created, kids, gone):
+        assert events.drain() == []
+    assert [item for item in states.drain() if item is not SessionState.CONNECTED] == []
+
+
 # --- KazooPort only --------------------------------------------------------------------------
 
 

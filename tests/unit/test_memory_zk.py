@@ -90,6 +90,9 @@ def test_failed_multi_is_rolled_back_completely(zk: MemoryZooKeeper, s: MemoryZk
     assert [type(r.error) for r in results] == [RolledBackError] * 7 + [NoNodeError]
     assert zk.snapshot() == before and zk.zxid == zxid
     assert watched.items == []  # a multi that did not commit fires nothing
+    zk.disconnect(s)
+    zk.reconnect(s)
+    assert watched.items == []  # ... and left no zxid behind (pzxid restored too)
     # The undone ephemeral is still owned by its session: closing the session removes it.
     s.stop()
     assert "/e" not in zk.snapshot()
@@ -219,24 +222,62 @@ def test_failing_callbacks_are_logged_not_raised(s: MemoryZkSession) -> None:
 # --- sessions and faults --------------------------------------------------------------------
 
 
-def test_disconnect_keeps_the_session_but_drops_watches(zk: MemoryZooKeeper) -> None:
+def test_watches_survive_a_disconnect(zk: MemoryZooKeeper) -> None:
     s, other = zk.open_session(), zk.open_session()
-    states, events = Recorder(), Recorder()
+    states = Recorder()
     s.add_session_listener(states)
     sid = s.session_id
     s.create("/e", ephemeral=True)
-    s.get("/e", watch=events)
+    for path in ("/quiet", "/kids", "/gone", "/kidsgone"):
+        other.create(path)
+    changed, quiet, created, kids, gone, kidsgone = (Recorder() for _ in range(6))
+    s.get("/e", watch=changed)
+    s.get("/quiet", watch=quiet)
+    s.exists("/later", watch=created)
+    s.get_children("/kids", watch=kids)
+    s.get("/gone", watch=gone)
+    s.get_children("/kidsgone", watch=kidsgone)
+
     zk.disconnect(s)
-    assert states.items == [SessionState.SUSPENDED]
-    assert events.items == [WatchEvent(EventType.NONE, "/e")]
-    assert s.session_id is None
+    assert states.items == [SessionState.SUSPENDED] and s.session_id is None
     with pytest.raises(ConnectionLossError):
         s.get("/e")
-    other.set("/e", b"changed while disconnected")  # the dropped watch stays silent
+    other.set("/e", b"1")
+    other.set("/e", b"2")
+    other.create("/later")
+    other.create("/kids/a")
+    other.delete("/gone")
+    other.delete("/kidsgone")
+    assert [changed.items, created.items, kids.items, gone.items] == [[], [], [], []]
+
     zk.reconnect(s)
     assert states.items[-1] is SessionState.CONNECTED and s.session_id == sid
-    assert s.get("/e")[0] == b"changed while disconnected"
-    assert len(events.items) == 1
+    # One event per changed watch, as ZooKeeper's SetWatches would decide them.
+    assert changed.items == [WatchEvent(EventType.CHANGED, "/e")]
+    assert created.items == [WatchEvent(EventType.CREATED, "/later")]
+    assert kids.items == [WatchEvent(EventType.CHILD, "/kids")]
+    assert gone.items == [WatchEvent(EventType.DELETED, "/gone")]
+    assert kidsgone.items == [WatchEvent(EventType.DELETED, "/kidsgone")]
+    assert quiet.items == []
+    # An unchanged watch is simply set again; a fired one stays set (as if re-read).
+    other.set("/quiet", b"now")
+    other.set("/e", b"3")
+    assert quiet.items == [WatchEvent(EventType.CHANGED, "/quiet")]
+    assert changed.items[-1] == WatchEvent(EventType.CHANGED, "/e") and len(changed.items) == 2
+
+
+def test_a_lost_session_gives_its_watches_none(zk: MemoryZooKeeper, s: MemoryZkSession) -> None:
+    s.create("/n")
+    data, kids = Recorder(), Recorder()
+    s.get("/n", watch=data)
+    zk.disconnect(s)
+    s.start()  # start() on a disconnected session reconnects it, like reconnect()
+    s.get_children("/n", watch=kids)
+    zk.expire(s)
+    assert data.items == [WatchEvent(EventType.NONE, "/n")]
+    assert kids.items == [WatchEvent(EventType.NONE, "/n")]
+    s.create("/n/child")  # the new session has no watches
+    assert len(data.items) == len(kids.items) == 1
 
 
 def test_expire_without_reconnect(zk: MemoryZooKeeper) -> None:
