@@ -18,10 +18,12 @@ ZK_APT_PACKAGES ?= zookeeper
 PROMETHEUS_APT_PACKAGES ?= prometheus
 PYTEST_ARGS ?=
 RUN_ARGS ?=
+# What `make bench` runs (zk-controller bench ...); e.g. BENCH_ARGS='failover --partitions 1000000'.
+BENCH_ARGS ?= all
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup zookeeper-deps prometheus-deps test lint run run-controller proto clean distclean
+.PHONY: help setup zookeeper-deps prometheus-deps test lint bench run run-controller proto clean distclean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -74,6 +76,11 @@ prometheus-deps: ## make sure Debian's prometheus and promtool are present (apt-
 test: setup zookeeper-deps prometheus-deps ## ruff, then the whole pytest suite (needs ZooKeeper; CI=true fails instead of skipping)
 	$(VENV)/bin/ruff check controller tests
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The controller benchmark suite: a local ZooKeeper, simulated brokers and the controller, every
+# scenario at several sizes (docs/performance.md). Takes tens of minutes; watch `uptime`.
+bench: setup zookeeper-deps ## benchmark suite, table on stdout (BENCH_ARGS, default: all)
+	$(VENV)/bin/zk-controller bench $(BENCH_ARGS)
 
 lint: setup ## ruff check
 	$(VENV)/bin/ruff check controller tests

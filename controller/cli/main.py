@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "controller.cli.broker_cmd",
     "controller.cli.stack_cmd",
     "controller.cli.status_cmd",
+    "controller.cli.bench_cmd",
 )
 
 
