@@ -20,6 +20,9 @@ Pipelining (``multi_many``, ``get_many``, recursive ``delete``) keeps at most ``
 requests outstanding, so kazoo's pings are not starved and ZooKeeper's
 ``globalOutstandingLimit`` (1,000) is never reached.
 
+kazoo internals: only ``multiread`` reaches past kazoo's public API (``KazooClient._call``, for
+ZooKeeper's multi-read, which kazoo lacks); see its docstring for the version assumption.
+
 Metrics: an optional ``observer`` (``ZkObserver``) is told each public call's latency and, for
 batched calls, its size (paths read, ops written). A call counts once however many requests it
 pipelines; the calls a recursive delete makes are counted too.
