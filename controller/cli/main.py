@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "controller.cli.stack_cmd",
     "controller.cli.status_cmd",
     "controller.cli.bench_cmd",
+    "controller.cli.analyze_cmd",
 )
 
 

@@ -1,0 +1,179 @@
+"""Command-line front end of the analytics: ``run``, ``generate`` and ``package``.
+
+It lives in the analytics package (not ``controller.cli``) so that the zip shipped to
+spark-submit carries it: ``python -m controller.analytics run ...`` and the spark-submit entry
+script both end up here. Nothing here imports pyspark at module level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import zipfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+ENTRY_SCRIPT = '''"""spark-submit entry point for the zk-controller analytics job."""
+import sys
+
+from controller.analytics.cli import main
+
+sys.exit(main(["run", *sys.argv[1:]]))
+'''
+
+
+def timestamp(text: str) -> datetime:
+    """ISO-8601 (``2026-11-22``, ``2026-11-22T10:15:30Z``, ...); naive means UTC."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 timestamp: {text!r}") from exc
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _conf(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", "-i", nargs="+", action="extend", required=True, metavar="PATH",
+                   help="state-change log files, directories or globs; any Hadoop URI "
+                        "(file://, hdfs://, s3a:// with its connector)")
+    p.add_argument("--output", "-o", required=True, metavar="DIR",
+                   help="output directory (Parquet datasets, report.html, summary.json)")
+    p.add_argument("--master", metavar="URL",
+                   help="Spark master; default: spark-submit's, else local[*]")
+    p.add_argument("--from", dest="start", type=timestamp, metavar="TS",
+                   help="period start (earlier records only establish state)")
+    p.add_argument("--to", dest="end", type=timestamp, metavar="TS",
+                   help="period end (later records are ignored)")
+    p.add_argument("--top", type=int, default=20, metavar="N",
+                   help="flapping partitions listed per cluster (default 20)")
+    p.add_argument("--zk-session-timeout", type=float, default=18.0, metavar="SECONDS",
+                   help="ZooKeeper session timeout assumed when dating a controller crash "
+                        "(default 18, Kafka's)")
+    p.add_argument("--no-report", action="store_true", help="skip report.html")
+    p.add_argument("--conf", type=_conf, action="append", default=[], metavar="KEY=VALUE",
+                   help="extra Spark configuration (repeatable)")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    from controller.analytics.job import JobConfig, run
+
+    if args.start and args.end and args.start > args.end:
+        print("error: --from is after --to", file=sys.stderr)
+        return 2
+    cfg = JobConfig(
+        inputs=list(args.input),
+        output=args.output,
+        master=args.master,
+        start=args.start,
+        end=args.end,
+        top_n=args.top,
+        report=not args.no_report,
+        spark_conf=dict(args.conf),
+        session_timeout_s=args.zk_session_timeout,
+    )
+    try:
+        result = run(cfg)
+    except Exception as exc:  # Spark's AnalysisException for a missing path, among others
+        if type(exc).__name__ == "AnalysisException":
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        raise
+    print(result.summary)
+    print(f"bad records: {result.bad:,} (in {result.output}/bad_records)")
+    if result.report_path:
+        print(f"report: {result.report_path}")
+    return 0
+
+
+def add_generate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--records", "-n", type=int, required=True, metavar="N",
+                   help="lines to write")
+    p.add_argument("--out", "-o", required=True, metavar="PATH",
+                   help="a file, or a directory (existing, or ending in /) for one file per "
+                        "cluster")
+    p.add_argument("--clusters", type=int, default=3, metavar="K")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--start", type=timestamp, default=None, metavar="TS",
+                   help="first record's time (default 2026-10-01T00:00:00Z)")
+    p.add_argument("--days", type=float, default=30.0,
+                   help="roughly how long the log spans (default 30)")
+    p.add_argument("--clean", action="store_true",
+                   help="no duplicate, late or malformed lines")
+    p.add_argument("--no-cluster-field", action="store_true",
+                   help="omit \"cluster\" (as the controller's own log may)")
+
+
+def generate_from_args(args: argparse.Namespace) -> int:
+    from controller.analytics.generate import DEFAULT_START, Noise, generate
+
+    if args.records <= 0 or args.clusters <= 0:
+        print("error: --records and --clusters must be positive", file=sys.stderr)
+        return 2
+    result = generate(
+        args.records,
+        args.out,
+        clusters=args.clusters,
+        seed=args.seed,
+        start=args.start or DEFAULT_START,
+        days=args.days,
+        noise=Noise.none() if args.clean else Noise(),
+        write_cluster=not args.no_cluster_field,
+    )
+    size = sum(p.stat().st_size for p in result.paths)
+    print(f"wrote {result.lines:,} lines ({size / 1e9:.2f} GB) for clusters "
+          f"{', '.join(result.clusters)} to {', '.join(map(str, result.paths))}")
+    return 0
+
+
+def package(out_dir: str | Path) -> tuple[Path, Path]:
+    """Build the spark-submit artefacts: the job's code as a zip for ``--py-files`` and the
+    entry script to submit."""
+    import controller
+
+    root = Path(controller.__file__).resolve().parent
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    archive = out / "zk_controller_analytics.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.write(root / "__init__.py", "controller/__init__.py")
+        for path in sorted((root / "analytics").rglob("*.py")):
+            zf.write(path, f"controller/{path.relative_to(root).as_posix()}")
+    entry = out / "analyze_main.py"
+    entry.write_text(ENTRY_SCRIPT, encoding="utf-8")
+    return archive, entry
+
+
+def package_from_args(args: argparse.Namespace) -> int:
+    archive, entry = package(args.out)
+    print(f"spark-submit --py-files {archive} {entry} --input ... --output ...")
+    return 0
+
+
+def build_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    sub = parser.add_subparsers(dest="analyze_command", metavar="SUBCOMMAND")
+    run_p = sub.add_parser("run", help="analyze state-change logs on Spark")
+    add_run_arguments(run_p)
+    run_p.set_defaults(func=run_from_args)
+    gen_p = sub.add_parser("generate", help="write a synthetic state-change log")
+    add_generate_arguments(gen_p)
+    gen_p.set_defaults(func=generate_from_args)
+    pkg_p = sub.add_parser("package", help="build the zip and entry script for spark-submit")
+    pkg_p.add_argument("--out", default="dist", metavar="DIR")
+    pkg_p.set_defaults(func=package_from_args)
+    parser.set_defaults(func=lambda _args: (parser.print_help(), 2)[1])
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser(argparse.ArgumentParser(
+        prog="zk-controller analyze",
+        description="Availability analytics over controller state-change logs (PySpark).",
+    ))
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)

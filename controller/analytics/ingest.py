@@ -1,0 +1,100 @@
+"""Reading state-change logs: the only place that touches input files.
+
+``read_logs`` takes files, directories or globs on any Hadoop-compatible filesystem and reads
+them with the explicit schema in PERMISSIVE mode, so a malformed line becomes a row with its
+text in ``_corrupt_record`` instead of failing the job. ``clean`` (a pure transform) then
+derives each record's cluster and decides which rows are bad records, and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from controller.analytics import schema as S
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+DEFAULT_CLUSTER = "default"
+PARTITION_STATES = (
+    S.NEW_PARTITION, S.ONLINE_PARTITION, S.OFFLINE_PARTITION, S.NON_EXISTENT_PARTITION,
+)
+
+
+def read_logs(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    """The raw rows of every input line, plus ``source_file``."""
+    from pyspark.sql import functions as F
+
+    return (
+        spark.read.schema(S.input_schema())
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", S.CORRUPT_COLUMN)
+        .json(list(paths))
+        .withColumn("source_file", F.col("_metadata.file_path"))
+    )
+
+
+def cluster_from_path(path: Column) -> Column:
+    """A cluster name for records that carry none.
+
+    ``.../cluster=NAME/...`` wins; otherwise the file name up to its first dot
+    (``prod-eu-1.jsonl`` is ``prod-eu-1``), except the controller's own log names
+    (``state-change.log``, ``state-change.log.3``), which say nothing: those are "default".
+    """
+    from pyspark.sql import functions as F
+
+    hive = F.regexp_extract(path, r"cluster=([^/]+)", 1)
+    stem = F.regexp_extract(path, r"([^/.]+)[^/]*$", 1)
+    return (
+        F.when(hive != "", hive)
+        .when((stem == "") | stem.startswith("state-change"), F.lit(DEFAULT_CLUSTER))
+        .otherwise(stem)
+    )
+
+
+def _bad_reason() -> Column:
+    from pyspark.sql import functions as F
+
+    c = F.col
+    reason = F.when(c(S.CORRUPT_COLUMN).isNotNull(), F.lit("unparseable"))
+    for name in S.REQUIRED:
+        reason = reason.when(c(name).isNull(), F.lit(f"missing {name}"))
+    return (
+        reason.when(~c("kind").isin(*S.KINDS), F.lit("unknown kind"))
+        .when(
+            c("kind").isin(S.KIND_PARTITION, S.KIND_REPLICA)
+            & (c("topic").isNull() | c("partition").isNull()),
+            F.lit("missing topic or partition"),
+        )
+        .when((c("kind") == S.KIND_REPLICA) & c("replica").isNull(), F.lit("missing replica"))
+        .when(
+            (c("kind") == S.KIND_PARTITION) & ~c("to_state").isin(*PARTITION_STATES),
+            F.lit("unknown partition state"),
+        )
+    )
+
+
+def clean(raw: DataFrame) -> DataFrame:
+    """Every row, with ``cluster`` filled in and ``bad_reason`` (null for a usable record).
+
+    Bad rows keep their text in ``raw``: the line itself when it did not parse, else the
+    record re-serialised.
+    """
+    from pyspark.sql import functions as F
+
+    path = F.col("source_file") if "source_file" in raw.columns else F.lit("")
+    fields = [name for name, _ in S.FIELDS]
+    return (
+        raw.withColumn("cluster", F.coalesce(F.col("cluster"), cluster_from_path(path)))
+        .withColumn("bad_reason", _bad_reason())
+        .withColumn(
+            "raw",
+            F.when(
+                F.col("bad_reason").isNotNull(),
+                F.coalesce(F.col(S.CORRUPT_COLUMN), F.to_json(F.struct(*fields))),
+            ),
+        )
+        .withColumn("source_file", path)
+        .drop(S.CORRUPT_COLUMN)
+    )

@@ -1,0 +1,194 @@
+"""The analysis job: read at one edge, write at the other, transforms in between.
+
+The input is parsed once. The timeline (one shuffle and sort of every record by partition
+and time) is persisted, and every output is a cheap aggregation over it. Small outputs are
+written concurrently: on a cluster each is its own Spark job, and on a 2-core machine running
+them side by side keeps both cores busy while one job waits on its last task.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from controller.analytics import outputs, report
+from controller.analytics.ingest import clean, read_logs
+from controller.analytics.session import get_session
+from controller.analytics.transforms.timeline import timeline
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    inputs: list[str]
+    output: str
+    master: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    top_n: int = 20
+    report: bool = True
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    writers: int = 4  # concurrent output writes
+    session_timeout_s: float = 18.0  # assumed ZooKeeper session timeout (controller crashes)
+
+
+@dataclass
+class ClusterStats:
+    cluster: str
+    lines: int
+    bad: int
+    duplicates: int
+    not_ok: int
+    records: int  # the ones analysed
+    first_ts: datetime | None
+    last_ts: datetime | None
+    period_start: datetime | None = None
+    period_end: datetime | None = None
+
+
+@dataclass
+class JobResult:
+    output: str
+    clusters: list[ClusterStats]
+    timings: dict[str, float]
+    summary: str
+    report_path: str | None
+    facts: dict[str, Any]
+
+    @property
+    def bad(self) -> int:
+        return sum(c.bad for c in self.clusters)
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[name] = round(time.perf_counter() - t0, 2)
+
+
+def _stats(tl: DataFrame) -> list[ClusterStats]:
+    from pyspark.sql import functions as F
+
+    c = F.col
+
+    def count(cond: Any) -> Any:
+        return F.sum(F.when(cond, 1).otherwise(0))
+
+    rows = tl.groupBy("cluster").agg(
+        F.count(F.lit(1)).alias("lines"),
+        count(c("bad_reason").isNotNull()).alias("bad"),
+        count(c("usable") & c("dup")).alias("duplicates"),
+        count(c("bad_reason").isNull() & ~c("usable")).alias("not_ok"),
+        count(c("live")).alias("records"),
+        F.min(F.when(c("live"), c("ts"))).alias("first_ts"),
+        F.max(F.when(c("live"), c("ts"))).alias("last_ts"),
+    ).collect()
+    return sorted(
+        (ClusterStats(**{k: r[k] for k in r.asDict()}) for r in rows),
+        key=lambda s: s.cluster or "",
+    )
+
+
+def _periods(spark: SparkSession, stats: list[ClusterStats], cfg: JobConfig) -> DataFrame:
+    for s in stats:
+        s.period_start = cfg.start or s.first_ts
+        s.period_end = cfg.end or s.last_ts
+    rows = [
+        (s.cluster, s.period_start, s.period_end)
+        for s in stats
+        if s.period_start and s.period_end and s.period_start <= s.period_end
+    ]
+    return spark.createDataFrame(
+        rows, "cluster string, period_start timestamp, period_end timestamp"
+    )
+
+
+def write_text(spark: SparkSession, uri: str, text: str) -> None:
+    """Write a small text file through Hadoop's FileSystem, so any output URI works."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    stream = fs.create(path, True)
+    try:
+        stream.write(bytearray(text.encode("utf-8")))
+    finally:
+        stream.close()
+
+
+def _write(ds: outputs.Dataset, base: str) -> None:
+    from pyspark.sql import functions as F
+
+    if ds.by_date:
+        # one file per date, not one per task and date
+        ds.df.repartition(F.col("dt")).write.mode("overwrite").partitionBy("dt").parquet(
+            f"{base}/{ds.name}")
+    else:
+        ds.df.coalesce(1).write.mode("overwrite").parquet(f"{base}/{ds.name}")
+
+
+def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    timer = _Timer()
+    base = cfg.output.rstrip("/")
+    kept: list[DataFrame] = []
+
+    def keep(df: DataFrame) -> DataFrame:
+        kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        return df
+
+    with timer.step("parse_and_timeline"):
+        records = clean(read_logs(spark, cfg.inputs))
+        if cfg.end is not None:  # later records can't matter; earlier ones set the state
+            records = records.where(F.col("ts").isNull() | (F.col("ts") <= F.lit(cfg.end)))
+        tl = keep(timeline(records))
+        stats = _stats(tl)
+    periods = F.broadcast(_periods(spark, stats, cfg))
+    datasets = outputs.build(tl, periods, cfg.top_n, keep, cfg.session_timeout_s)
+    with timer.step("outputs"):
+        bad = outputs.Dataset("bad_records", outputs.bad_records(tl), False, "")
+        todo = [bad, *datasets.values()]
+        with ThreadPoolExecutor(max_workers=max(1, cfg.writers)) as pool:
+            for future in [pool.submit(_write, ds, base) for ds in todo]:
+                future.result()
+    report_path = None
+    with timer.step("report"):
+        facts = report.gather(datasets, stats)
+        if cfg.report:
+            report_path = f"{base}/report.html"
+            write_text(spark, report_path, report.render_html(facts, stats))
+    summary = report.render_text(facts, stats, timer.timings)
+    write_text(spark, f"{base}/summary.json", json.dumps(
+        {"clusters": [vars(s) for s in stats], "timings": timer.timings, "facts": facts},
+        default=str, indent=2,
+    ))
+    for df in kept:
+        df.unpersist()
+    return JobResult(base, stats, timer.timings, summary, report_path, facts)
+
+
+def run(cfg: JobConfig) -> JobResult:
+    """Start (or join) a Spark session and analyze."""
+    t0 = time.perf_counter()
+    spark = get_session(cfg.master, cfg.spark_conf)
+    started = round(time.perf_counter() - t0, 2)
+    result = analyze(spark, cfg)
+    result.timings = {"spark_start": started, **result.timings}
+    return result

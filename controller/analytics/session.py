@@ -1,0 +1,74 @@
+"""Creating the SparkSession: embedded ``local[*]`` by default, any master when asked.
+
+Under ``spark-submit`` the master and resources come from spark-submit itself, so nothing
+here overrides what is already configured; the embedded defaults apply only when this process
+starts the JVM.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+APP_NAME = "zk-controller-analytics"
+
+
+def _local_cores(master: str) -> int:
+    inner = master[master.find("[") + 1 : master.find("]")] if "[" in master else "1"
+    if inner.startswith("*"):
+        return os.cpu_count() or 1
+    try:
+        return max(1, int(inner.split(",")[0]))
+    except ValueError:
+        return os.cpu_count() or 1
+
+
+def _default_driver_memory() -> str:
+    """Half the machine, for an embedded run: the driver JVM is the whole local cluster."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return "4g"
+    return f"{max(1, min(32, total // (2 << 30)))}g"
+
+
+def get_session(
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """The job's SparkSession.
+
+    ``master`` None means: whatever spark-submit set, else ``local[*]``. Local runs get a
+    shuffle-partition count sized to the cores (the default 200 is for clusters) and enough
+    driver heap to hold the cached timeline.
+    """
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(APP_NAME)
+    running = SparkContext._active_spark_context
+    # spark-submit starts the JVM first and hands this process its gateway port.
+    submitted = running is not None or "PYSPARK_GATEWAY_PORT" in os.environ
+    effective = master or (None if submitted else "local[*]")
+    if effective:
+        builder = builder.master(effective)
+    settings = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.ui.showConsoleProgress": "false",
+    }
+    if effective and effective.startswith("local") and not submitted:
+        cores = _local_cores(effective)
+        settings["spark.sql.shuffle.partitions"] = str(max(4, cores * 4))
+        settings["spark.driver.memory"] = _default_driver_memory()
+        # 128 MB input splits leave a 2-core machine idle while one slow split finishes.
+        settings["spark.sql.files.maxPartitionBytes"] = str(64 << 20)
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("ZKC_SPARK_LOG_LEVEL", "WARN"))
+    return spark

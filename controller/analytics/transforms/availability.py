@@ -1,0 +1,263 @@
+"""Partition unavailability: the windows, availability %, and time to recover.
+
+A partition's history becomes a sequence of phase intervals (online, offline, absent, ...),
+one per change of phase. An unavailability window is an offline interval: it starts when the
+partition lost its leader (OfflinePartition, or leader -1) and ends when a partition record
+brought it online again, or when its topic was deleted, or not at all within the data.
+
+A partition whose first record leaves OfflinePartition was offline since before the log
+began: that window starts at the period start and its true start is unknown. Windows are
+clipped to the period for availability; MTTR uses only windows whose recovery was seen, in the
+period, and whose start is known.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from controller.analytics import schema as S
+from controller.analytics.transforms.steps import (
+    bucket_integrals,
+    clip_events,
+    seconds_between,
+)
+from controller.analytics.transforms.timeline import (
+    ABSENT,
+    DELETING,
+    EXISTING,
+    OFFLINE,
+    ONLINE,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+KEY = ["cluster", "topic", "partition"]
+
+
+def election_label(col: Column) -> Column:
+    """Election kinds as the outputs name them (offline_unclean is "unclean")."""
+    from pyspark.sql import functions as F
+
+    expr = F.when(col.isNull(), F.lit(None).cast("string"))
+    for logged, label in S.ELECTION_LABELS.items():
+        expr = expr.when(col == logged, F.lit(label))
+    return expr.otherwise(col)
+
+
+def intervals(timeline: DataFrame) -> DataFrame:
+    """Phase intervals: ``KEY, phase, start_ts`` (null: since before the log), ``end_ts``
+    (null: still so at the end of the data), and what ended it: ``next_phase``,
+    ``end_election``, ``end_leader``, plus ``epoch_at_start``/``epoch_at_end``."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    c = F.col
+    parts = timeline.where(c("live") & (c("kind") == S.KIND_PARTITION))
+    cols = [*KEY, "phase", "controller_epoch", "election", "leader"]
+    initial = parts.where(c("first")).select(
+        *KEY,
+        F.lit(None).cast("timestamp").alias("ts"),
+        c("phase_before").alias("phase"),
+        *[F.lit(None).cast(t).alias(n)
+          for n, t in (("controller_epoch", "int"), ("election", "string"), ("leader", "int"))],
+    )
+    changes = parts.where(c("phase") != c("phase_before")).select(*KEY, "ts", *cols[3:])
+    edges = initial.unionByName(changes).where(c("phase").isNotNull())
+    w = Window.partitionBy(*KEY).orderBy(c("ts").asc_nulls_first())
+    return edges.select(
+        *KEY,
+        "phase",
+        c("ts").alias("start_ts"),
+        F.lead("ts").over(w).alias("end_ts"),
+        F.lead("phase").over(w).alias("next_phase"),
+        F.lead("election").over(w).alias("end_election"),
+        F.lead("leader").over(w).alias("end_leader"),
+        c("controller_epoch").alias("epoch_at_start"),
+        F.lead("controller_epoch").over(w).alias("epoch_at_end"),
+    )
+
+
+def clipped(ivals: DataFrame, periods: DataFrame) -> DataFrame:
+    """Intervals that overlap their cluster's period, with ``window_start``/``window_end``
+    clipped to it and ``duration_s`` in the period."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    start = F.greatest(F.coalesce(c("start_ts"), c("period_start")), c("period_start"))
+    end = F.least(F.coalesce(c("end_ts"), c("period_end")), c("period_end"))
+    return (
+        ivals.join(F.broadcast(periods), "cluster")
+        .withColumn("window_start", start)
+        .withColumn("window_end", end)
+        .where(
+            (c("window_start") < c("window_end"))
+            | ((c("window_start") == c("window_end")) & c("start_ts").isNotNull()
+               & (c("start_ts") >= c("period_start")) & (c("start_ts") <= c("period_end")))
+        )
+        .withColumn("duration_s", seconds_between(c("window_end"), c("window_start")))
+    )
+
+
+def unavailability_windows(ivals: DataFrame, periods: DataFrame) -> DataFrame:
+    """Every offline interval overlapping the period (one row per window)."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    reason = (
+        F.when(c("end_ts").isNull(), F.lit("ongoing"))
+        .when(c("next_phase") == ONLINE, F.lit("recovered"))
+        .when(c("next_phase").isin(ABSENT, DELETING), F.lit("deleted"))
+        .otherwise(F.lit("other"))
+    )
+    return clipped(ivals.where(c("phase") == OFFLINE), periods).select(
+        *KEY,
+        "start_ts",
+        "end_ts",
+        "window_start",
+        "window_end",
+        "duration_s",
+        F.when(c("start_ts").isNotNull() & c("end_ts").isNotNull(),
+               seconds_between(c("end_ts"), c("start_ts"))).alias("outage_s"),
+        reason.alias("end_reason"),
+        c("start_ts").isNotNull().alias("start_known"),
+        election_label(c("end_election")).alias("recovery_election"),
+        F.when(c("next_phase") == ONLINE, c("end_leader")).alias("leader_after"),
+        "epoch_at_start",
+        "epoch_at_end",
+        (c("epoch_at_start") != c("epoch_at_end")).alias("controller_failover"),
+        F.to_date("window_start").alias("dt"),
+    )
+
+
+def _exists_events(ivals: DataFrame, periods: DataFrame) -> DataFrame:
+    """+1/-1 events for partitions existing and offline, from the clipped intervals."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    iv = clipped(ivals.where(c("phase").isin(*EXISTING)), periods)
+    offline = (c("phase") == OFFLINE).cast("double")
+    edge = F.explode(F.array(
+        F.struct(c("window_start").alias("t"), F.lit(1.0).alias("sign")),
+        F.struct(c("window_end").alias("t"), F.lit(-1.0).alias("sign")),
+    ))
+    return iv.select("cluster", "topic", offline.alias("_off"), edge.alias("e")).select(
+        "cluster",
+        "topic",
+        c("e.t").alias("t"),
+        c("e.sign").alias("exists"),
+        (c("e.sign") * c("_off")).alias("offline"),
+    )
+
+
+def availability_hourly(ivals: DataFrame, periods: DataFrame) -> DataFrame:
+    """Per cluster and hour: partition-seconds existing and offline, availability %."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    ev = clip_events(_exists_events(ivals, periods), periods)
+    hourly = bucket_integrals(ev, ["cluster"], ["exists", "offline"], periods, "hour")
+    return hourly.select(
+        "cluster",
+        c("bucket").alias("hour"),
+        c("exists").alias("exists_partition_s"),
+        c("offline").alias("offline_partition_s"),
+        (c("exists") / c("span_s")).alias("avg_partitions"),
+        (c("offline") / c("span_s")).alias("avg_offline_partitions"),
+        _pct(c("offline"), c("exists")).alias("availability_pct"),
+        F.to_date("bucket").alias("dt"),
+    )
+
+
+def availability_daily(ivals: DataFrame, periods: DataFrame) -> DataFrame:
+    """Per cluster, topic and day: partition-seconds existing and offline, availability %."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    ev = clip_events(_exists_events(ivals, periods), periods)
+    daily = bucket_integrals(ev, ["cluster", "topic"], ["exists", "offline"], periods, "day")
+    return daily.where(c("exists") > 0).select(
+        "cluster",
+        "topic",
+        F.to_date("bucket").alias("dt"),
+        c("exists").alias("exists_partition_s"),
+        c("offline").alias("offline_partition_s"),
+        _pct(c("offline"), c("exists")).alias("availability_pct"),
+    )
+
+
+def _pct(offline: Column, exists: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.when(exists > 0, (1.0 - offline / exists) * 100.0)
+
+
+def availability_summary(
+    ivals: DataFrame, windows: DataFrame, periods: DataFrame
+) -> DataFrame:
+    """Over the whole period, per topic (``topic`` set) and per cluster (``topic`` null):
+    availability %, window counts, and MTTR p50/p95/p99 over recovered windows."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    iv = clipped(ivals.where(c("phase").isin(*EXISTING)), periods)
+    offline_s = F.when(c("phase") == OFFLINE, c("duration_s")).otherwise(0.0)
+    recovered = c("end_reason") == "recovered"
+    mttr = (
+        c("start_known") & recovered & (c("end_ts") >= c("period_start"))
+        & (c("end_ts") <= c("period_end"))
+    )
+    win = windows.join(F.broadcast(periods), "cluster").select(
+        "cluster", "topic", "duration_s", F.when(mttr, c("outage_s")).alias("_ttr"),
+        recovered.alias("_rec"), (c("end_reason") == "deleted").alias("_del"),
+        (c("end_reason") == "ongoing").alias("_ong"),
+    )
+    win_aggs = [
+        F.count(F.lit(1)).alias("windows"),
+        F.sum(c("_rec").cast("int")).alias("recovered_windows"),
+        F.sum(c("_del").cast("int")).alias("deleted_while_offline"),
+        F.sum(c("_ong").cast("int")).alias("ongoing_windows"),
+        F.percentile("_ttr", 0.5).alias("mttr_p50_s"),
+        F.percentile("_ttr", 0.95).alias("mttr_p95_s"),
+        F.percentile("_ttr", 0.99).alias("mttr_p99_s"),
+        F.max("_ttr").alias("mttr_max_s"),
+        F.avg("_ttr").alias("mttr_mean_s"),
+    ]
+    iv_aggs = [
+        F.countDistinct("partition").alias("partitions"),
+        F.sum("duration_s").alias("exists_partition_s"),
+        F.sum(offline_s).alias("offline_partition_s"),
+    ]
+    levels = []
+    for keys in (["cluster", "topic"], ["cluster"]):
+        exist = iv.groupBy(*keys).agg(*iv_aggs) if len(keys) == 2 else (
+            iv.groupBy("cluster", "topic", "partition").agg(
+                F.sum("duration_s").alias("d"), F.sum(offline_s).alias("o")
+            ).groupBy("cluster").agg(
+                F.count(F.lit(1)).alias("partitions"),
+                F.sum("d").alias("exists_partition_s"),
+                F.sum("o").alias("offline_partition_s"),
+            )
+        )
+        level = exist.join(win.groupBy(*keys).agg(*win_aggs), keys, "left")
+        if len(keys) == 1:
+            level = level.withColumn("topic", F.lit(None).cast("string"))
+        levels.append(level)
+    both = levels[0].unionByName(levels[1])
+    return both.join(F.broadcast(periods), "cluster").select(
+        "cluster",
+        "topic",
+        "period_start",
+        "period_end",
+        "partitions",
+        "exists_partition_s",
+        "offline_partition_s",
+        _pct(c("offline_partition_s"), c("exists_partition_s")).alias("availability_pct"),
+        *[F.coalesce(c(n), F.lit(0)).alias(n) for n in (
+            "windows", "recovered_windows", "deleted_while_offline", "ongoing_windows")],
+        "mttr_p50_s",
+        "mttr_p95_s",
+        "mttr_p99_s",
+        "mttr_mean_s",
+        "mttr_max_s",
+    )

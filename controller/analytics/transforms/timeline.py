@@ -1,0 +1,163 @@
+"""The one ordered pass over each partition's history that every output builds on.
+
+All records of one (cluster, topic, partition) are ordered by (ts, controller_epoch, seq):
+``ts`` first because ``seq`` restarts with every controller process, the epoch and seq to
+break ties within a microsecond. Controller records (no topic) form one such history per
+cluster. One window pass then carries forward what was known *before* each record: the
+partition's phase, its leader, its ISR and its preferred leader. Every later transform is a
+filter and an aggregation over this timeline, so the expensive shuffle and sort happen once.
+
+Duplicates (the same controller_id, controller_epoch and seq) are dropped in the same pass: a
+re-sent line repeats its ts too, so it sorts right after its original and ``dup`` marks it.
+
+For speed at scale the window is keyed by a 64-bit hash of (cluster, topic, partition): the
+sort then compares longs, not strings (a collision needs ~2^32 partitions to be likely).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from controller.analytics import schema as S
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+# A partition's phase, for availability: what matters is whether it exists and has a leader.
+ABSENT, NEW, ONLINE, OFFLINE, DELETING = 0, 1, 2, 3, 4
+EXISTING = (ONLINE, OFFLINE)  # phases that count towards availability
+
+PARTITION_KEY = ("cluster", "topic", "partition")
+ORDER = ("ts", "controller_epoch", "seq", "controller_id")
+
+# What the timeline keeps of each record (besides the derived columns).
+KEPT = (
+    "cluster", "topic", "partition", "ts", "controller_id", "controller_epoch", "kind",
+    "to_state", "event", "election", "leader", "leader_epoch", "replica",
+)
+
+
+def _phase_of_state(state: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return (
+        F.when(state == S.ONLINE_PARTITION, F.lit(ONLINE))
+        .when(state == S.OFFLINE_PARTITION, F.lit(OFFLINE))
+        .when(state == S.NEW_PARTITION, F.lit(NEW))
+        .when(state == S.NON_EXISTENT_PARTITION, F.lit(ABSENT))
+    ).cast("tinyint")
+
+
+def phase_after() -> Column:
+    """The phase a partition record leaves the partition in.
+
+    An OnlinePartition record with leader -1 "can't happen", but if it does the partition
+    has no leader and is unavailable. The OfflinePartition step of a topic deletion is the
+    topic going away, not an outage.
+    """
+    from pyspark.sql import functions as F
+
+    c = F.col
+    return (
+        F.when((c("to_state") == S.ONLINE_PARTITION) & (c("leader") == S.NO_LEADER),
+               F.lit(OFFLINE))
+        .when((c("to_state") == S.OFFLINE_PARTITION) & (c("event") == S.EV_TOPIC_DELETION),
+              F.lit(DELETING))
+        .otherwise(_phase_of_state(c("to_state")))
+    ).cast("tinyint")
+
+
+def timeline(records: DataFrame) -> DataFrame:
+    """``ingest.clean`` output in, one row per input row out, with carried-forward state.
+
+    Besides ``KEPT`` and the bad-record columns (``bad_reason``, ``raw``, ``source_file``):
+
+    - ``usable`` (valid and result ok), ``dup``, ``live`` (usable and not a duplicate: the
+      records that count);
+    - partition records: ``phase``, ``phase_before`` (the previous record's phase, or the
+      first record's ``from_state``), ``first`` (no earlier record of this partition),
+      ``lead_before``/``lead_after`` (the leader while online, -1 without one),
+      ``pref_before``/``pref_after`` (the preferred leader as far as the log tells: whom the
+      latest preferred or reassignment election, or the partition's creation, chose);
+    - partition and replica records: ``leader_before`` (last leader >= 0), ``isr_removed``
+      and ``isr_added`` (null unless the ISR changed);
+    - election records only: ``isr_before`` and ``isr``.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    c = F.col
+    is_part = c("kind") == S.KIND_PARTITION
+    pref_hint = F.when(
+        is_part
+        & (c("to_state") == S.ONLINE_PARTITION)
+        & (c("leader") >= 0)
+        & (
+            c("election").isin("preferred", "reassign")
+            | c("from_state").isin(S.NEW_PARTITION, S.NON_EXISTENT_PARTITION)
+        ),
+        c("leader"),
+    )
+    phase = phase_after()
+    lead_now = F.when(phase == ONLINE, c("leader")).otherwise(F.lit(S.NO_LEADER))
+    usable = c("bad_reason").isNull() & (c("result") == S.RESULT_OK)
+    # Narrow the rows before the shuffle: only what the pass and the outputs need.
+    narrow = records.select(
+        F.xxhash64(*PARTITION_KEY).alias("_pkey"),
+        F.xxhash64(*ORDER).alias("_rid"),
+        *ORDER[1:],
+        *KEPT,
+        "isr",
+        "bad_reason", "raw", "source_file",
+        usable.alias("usable"),
+        F.when(is_part, phase).alias("phase"),
+        F.when(is_part, _phase_of_state(c("from_state"))).alias("_phase_from"),
+        F.when(usable & is_part, pref_hint).alias("_pref_hint"),
+        F.when(
+            usable & is_part, F.shiftleft(phase.cast("long"), 32) + (lead_now + 1)
+        ).alias("_state"),
+        F.when(usable & (c("leader") >= 0), c("leader")).alias("_leader"),
+        F.when(usable, c("isr")).alias("_isr"),
+    )
+    w = Window.partitionBy("_pkey").orderBy(*ORDER)
+    before = w.rowsBetween(Window.unboundedPreceding, -1)
+
+    def carried(name: str) -> Column:
+        """The last non-null value among the records before this one."""
+        return F.last(name, ignorenulls=True).over(before)
+
+    t = narrow.select(
+        "*",
+        F.coalesce(F.lag("_rid").over(w) == c("_rid"), F.lit(False)).alias("dup"),
+        carried("_state").alias("_state_before"),
+        carried("_leader").alias("leader_before"),
+        carried("_isr").alias("_isr_before"),
+        carried("_pref_hint").alias("pref_before"),
+    )
+    changed = c("isr").isNotNull() & c("_isr_before").isNotNull()
+    removed = F.array_except(c("_isr_before"), c("isr"))
+    added = F.array_except(c("isr"), c("_isr_before"))
+    elected = c("election").isNotNull()
+    state_before = c("_state_before")  # phase << 32 | (leader + 1): one carried value
+    return t.select(
+        *KEPT,
+        "usable",
+        "dup",
+        (c("usable") & ~c("dup")).alias("live"),
+        "phase",
+        F.when(
+            is_part,
+            F.coalesce(F.shiftright(state_before, 32).cast("tinyint"), c("_phase_from")),
+        ).alias("phase_before"),
+        F.when(is_part, state_before.isNull()).alias("first"),
+        F.when(is_part, (state_before.bitwiseAND(0xFFFFFFFF) - 1).cast("int")).alias("_lb"),
+        F.when(is_part, lead_now).alias("lead_after"),
+        "pref_before",
+        F.when(is_part, F.coalesce(c("_pref_hint"), c("pref_before"))).alias("pref_after"),
+        "leader_before",
+        F.when(changed & (F.size(removed) > 0), removed).alias("isr_removed"),
+        F.when(changed & (F.size(added) > 0), added).alias("isr_added"),
+        F.when(elected, c("_isr_before")).alias("isr_before"),
+        F.when(elected, c("isr")).alias("isr"),
+        "bad_reason", "raw", "source_file",
+    ).withColumnRenamed("_lb", "lead_before")
