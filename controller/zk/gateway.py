@@ -41,7 +41,7 @@ from controller.zk.errors import (
     ZkError,
 )
 from controller.zk.fenced import FencedWriter
-from controller.zk.port import Create, Delete, Op, OpResult, SetData, ZkPort
+from controller.zk.port import Create, Delete, Op, OpResult, ReadResult, SetData, ZkPort
 from controller.zk.watches import WatchRegistry, ZNodeChangeHandler, ZNodeChildChangeHandler
 
 log = structlog.get_logger("controller.zk.gateway")
@@ -243,13 +243,11 @@ class ZkGateway:
         """Assignments and ids of topics; an absent topic gives an empty assignment.
 
         Data watches are armed for topics with a registered handler (PartitionModifications),
-        as Kafka's read does. The batched read cannot arm watches, so they are armed first:
-        a write landing after the read is then always notified (arming after the read would
-        lose one landing in between). Malformed topic znodes are logged and left out.
+        as Kafka's read does, by the port's watched batch read: a write landing after the read
+        is always notified. Malformed topic znodes are logged and left out.
         """
         topic_list = list(topics)
-        self.arm_topic_watches(topic_list)
-        results = self._get_many([paths.topic_path(t) for t in topic_list])
+        results = self._get_many_watching([paths.topic_path(t) for t in topic_list])
         out: dict[str, TopicAssignment] = {}
         for topic, res in zip(topic_list, results, strict=True):
             if not res.ok:
@@ -261,12 +259,24 @@ class ZkGateway:
                 log.error("ignoring malformed topic znode", path=res.path, error=exc.problem)
         return out
 
-    def arm_topic_watches(self, topics: Iterable[str]) -> None:
-        for topic in topics:
-            path = paths.topic_path(topic)
-            watcher = self.watches.data_watcher(path)
-            if watcher is not None:
-                self.port.exists(path, watcher)
+    def _get_many_watching(self, path_list: list[str]) -> list[ReadResult]:
+        """Batched reads that arm the data watch of every path with a registered handler, the
+        way a watched ``get`` would (one ``exists`` per path cost ~90 us of kazoo each: 9 s
+        for 100,000 topics)."""
+        watched = [p for p in path_list if self.watches.data_watcher(p) is not None]
+        if not watched:
+            return self._get_many(path_list)
+        callback = self.watches.data_watcher(watched[0])
+        assert callback is not None
+        step = self._read_batch * 10
+        by_path: dict[str, ReadResult] = {}
+        for start in range(0, len(watched), step):
+            for res in self.port.get_many_watched(watched[start : start + step], callback):
+                by_path[res.path] = res
+        rest = [p for p in path_list if p not in by_path]
+        for res in self._get_many(rest):
+            by_path[res.path] = res
+        return [by_path[p] for p in path_list]
 
     def set_topic_assignment(self, assignment: TopicAssignment, epoch_zk_version: int) -> None:
         """Fenced, unconditional rewrite of ``/brokers/topics/T`` (setTopicAssignmentRaw)."""

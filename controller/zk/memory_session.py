@@ -183,6 +183,21 @@ class MemoryZkSession:
                     results.append(ReadResult(path, node.data, node.stat()))
         return results
 
+    def get_many_watched(self, paths: Sequence[str], watch: WatchCallback) -> list[ReadResult]:
+        """Each path read and watched atomically, as ``get`` (or ``exists`` when missing)."""
+        results: list[ReadResult] = []
+        with self._zk._lock:
+            zk = self._live()
+            for path in paths:
+                apath = self._abs(path)
+                zk._arm(zk._data_watches, apath, (self, watch))
+                node = zk._nodes.get(apath)
+                if node is None:
+                    results.append(ReadResult(path, error=NoNodeError(path=path)))
+                else:
+                    results.append(ReadResult(path, node.data, node.stat()))
+        return results
+
     # ------------------------------------------------------------------- writes
 
     def multi(self, ops: Sequence[Op]) -> list[OpResult]:

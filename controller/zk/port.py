@@ -14,7 +14,7 @@ Consistency by operation (in the spirit of Patroni's DCS interface):
 
 - ``get`` / ``exists`` / ``get_children``: linearizable per session, may arm a one-shot watch.
 - ``get_many``: a batch of independent reads (ZooKeeper multi-read); no watches; a missing node
-  fails only its own entry.
+  fails only its own entry. ``get_many_watched`` also arms one watch per path.
 - ``multi``: atomic compare-and-set transaction; op failures are *reported*, not raised.
 - ``multi_many``: several independent ``multi`` transactions pipelined; each is atomic.
 - ``create`` / ``set`` / ``delete``: single writes; failures raise ``ZkError`` subclasses.
@@ -184,6 +184,11 @@ class ZkPort(Protocol):
     def get_children(self, path: str, watch: WatchCallback | None = None) -> list[str]: ...
 
     def get_many(self, paths: Sequence[str]) -> list[ReadResult]: ...
+
+    def get_many_watched(self, paths: Sequence[str], watch: WatchCallback) -> list[ReadResult]:
+        """``get_many`` that arms ``watch`` on every path as ``get`` (node read) or ``exists``
+        (missing node) would; any change after a node was read is reported."""
+        ...
 
     def multi(self, ops: Sequence[Op]) -> list[OpResult]: ...
 

@@ -113,6 +113,10 @@ class FaultInjectingPort:
         self._enter("get_many", paths_)
         return self.inner.get_many(paths_)
 
+    def get_many_watched(self, paths_: Sequence[str], watch: WatchCallback) -> list[ReadResult]:
+        self._enter("get_many_watched", paths_)
+        return self.inner.get_many_watched(paths_, watch)
+
     def multi(self, ops: Sequence[Op]) -> list[OpResult]:
         self._enter("multi", ops)
         return self.inner.multi(ops)

@@ -199,6 +199,13 @@ class InstrumentedPort:
         result: list[ReadResult] = self._call("get_many", lambda: self.inner.get_many(paths))
         return result
 
+    def get_many_watched(self, paths: Sequence[str], watch: WatchCallback) -> list[ReadResult]:
+        self.get_many_calls += 1
+        result: list[ReadResult] = self._call(
+            "get_many_watched", lambda: self.inner.get_many_watched(paths, watch)
+        )
+        return result
+
     def multi(self, ops: Sequence[Op]) -> list[OpResult]:
         self.transactions.append(list(ops))
         if self.replay_next_multi:

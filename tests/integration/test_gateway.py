@@ -423,7 +423,8 @@ def test_topic_data_watch_catches_a_change_made_while_reading(
     path = paths.topic_path("t")
     gw.register_change_handler(ZNodeChangeHandler(path, on_data_change=events.callback("t")))
     grown = TopicAssignment("t", None, {p: ReplicaAssignment.of([1]) for p in range(2)})
-    port.after("get_many", lambda: other.set(path, codecs.encode_topic_assignment(grown)))
+    # The read that arms the watches (a batched read arming one watch per topic).
+    port.after("get_many_watched", lambda: other.set(path, codecs.encode_topic_assignment(grown)))
     assert list(gw.get_topic_assignments(["t"])["t"].partitions) == [0]  # read before the write
     assert events.next() == "t"  # so the write must be notified
     assert list(gw.get_topic_assignments(["t"])["t"].partitions) == [0, 1]

@@ -348,6 +348,30 @@ def test_existence_watch_on_a_missing_node(backend: Backend, zk: ZkPort) -> None
     assert events.drain() == []
 
 
+def test_get_many_watched_arms_a_watch_per_path(backend: Backend, zk: ZkPort) -> None:
+    """Like ``get`` for each node read and ``exists`` for each missing one, in one batch."""
+    writer = backend.open()
+    names = [f"/mw{i}" for i in range(1500)]  # more than one multi-read / SetWatches request
+    writer.multi_many([[Create(p, p.encode())] for p in names])
+    events = Events()
+    reads = zk.get_many_watched([*names, "/mw-missing"], events)
+    assert [(r.path, r.data) for r in reads[:-1]] == [(p, p.encode()) for p in names]
+    assert isinstance(reads[-1].error, NoNodeError)
+    assert [r.stat for r in reads[:-1]] == [r.stat for r in zk.get_many(names)]
+    assert events.drain() == []  # nothing changed since the read: no event
+
+    writer.set(names[0], b"changed")
+    assert events.next() == WatchEvent(EventType.CHANGED, names[0])
+    writer.delete(names[-1])
+    assert events.next() == WatchEvent(EventType.DELETED, names[-1])
+    writer.create("/mw-missing")
+    assert events.next() == WatchEvent(EventType.CREATED, "/mw-missing")
+    writer.set(names[0], b"again")  # one-shot: fired already
+    sentinel(zk, writer)
+    assert events.drain() == []
+    assert zk.get_many_watched([], events) == []
+
+
 def test_child_watch(backend: Backend, zk: ZkPort) -> None:
     writer = backend.open()
     writer.create("/kids")
@@ -655,6 +679,28 @@ def test_batched_reads_fall_back_without_multiread(zk_connect: str) -> None:
     finally:
         with_multiread.stop()
         fallback.stop()
+
+
+@pytest.mark.zookeeper
+def test_get_many_watched_without_multiread(zk_connect: str) -> None:
+    """Pipelined gets instead of multi-reads: the watches are armed all the same."""
+    port = KazooPort(zk_connect, 10.0, use_multiread=False, max_in_flight=16)
+    writer = KazooPort(zk_connect, 10.0)
+    port.start()
+    writer.start()
+    try:
+        names = [f"/fw{i}" for i in range(50)]
+        writer.multi([Create(p, b"0") for p in names])
+        events = Events()
+        reads = port.get_many_watched(names, events)
+        assert [r.data for r in reads] == [b"0"] * len(names)
+        writer.set(names[7], b"1")
+        assert events.next() == WatchEvent(EventType.CHANGED, names[7])
+        sentinel(port, writer)
+        assert events.drain() == []
+    finally:
+        port.stop()
+        writer.stop()
 
 
 @pytest.mark.zookeeper
