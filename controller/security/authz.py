@@ -1,0 +1,147 @@
+"""Who may call which gRPC service: principals from client certificates (mutual TLS).
+
+A caller's principal is its verified certificate: the subject's common name and every subject
+alternative name (DNS names, IP addresses, URIs, e-mail addresses). A rule lists the names
+allowed to call a service; a caller is allowed when any of its names is listed (``*`` allows
+every authenticated caller). Services without a rule (gRPC health, reflection) are open to
+whoever completes the TLS handshake.
+
+Denials are explicit: ``UNAUTHENTICATED`` when the caller presented no verified certificate
+(plaintext, or TLS without client authentication), ``PERMISSION_DENIED`` naming the principal
+and the method otherwise. Both are logged at warning level.
+
+gRPC Python server interceptors do not see the caller (``HandlerCallDetails`` has no auth
+context), so the interceptor wraps the method handler and checks ``context.auth_context()``
+when the call runs, before the servicer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import structlog
+
+log = structlog.get_logger("controller.security.authz")
+
+ANY_PRINCIPAL = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """A caller authenticated by its certificate."""
+
+    common_name: str | None
+    alt_names: tuple[str, ...] = ()
+    subject: str | None = None
+
+    @property
+    def names(self) -> frozenset[str]:
+        names = set(self.alt_names)
+        if self.common_name:
+            names.add(self.common_name)
+        return frozenset(names)
+
+    def __str__(self) -> str:
+        subject = self.subject or (f"CN={self.common_name}" if self.common_name else "(no subject)")
+        return f"{subject} [SAN {', '.join(self.alt_names)}]" if self.alt_names else subject
+
+
+def _decoded(values: Iterable[bytes]) -> list[str]:
+    return [v.decode("utf-8", "replace") for v in values]
+
+
+def peer_principal(context: grpc.ServicerContext) -> Principal | None:
+    """The caller's verified certificate identity, or None without one."""
+    auth = context.auth_context() or {}
+    if b"ssl" not in auth.get("transport_security_type", []):
+        return None
+    cn = _decoded(auth.get("x509_common_name", []))
+    sans = _decoded(auth.get("x509_subject_alternative_name", []))
+    subject = _decoded(auth.get("x509_subject", []))
+    if not cn and not sans:
+        return None  # TLS without a client certificate
+    return Principal(cn[0] if cn else None, tuple(sans), subject[0] if subject else None)
+
+
+def parse_principals(text: str | None) -> frozenset[str] | None:
+    """``"admin, ops-1"`` -> ``{"admin", "ops-1"}``; None or blank -> None (no rule)."""
+    if text is None or not text.strip():
+        return None
+    return frozenset(p.strip() for p in text.split(",") if p.strip())
+
+
+class Denied(Exception):
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def check(allowed: frozenset[str], context: grpc.ServicerContext, method: str) -> Principal:
+    """Return the caller's principal if ``allowed`` lets it call ``method``; raise ``Denied``."""
+    principal = peer_principal(context)
+    if principal is None:
+        raise Denied(
+            grpc.StatusCode.UNAUTHENTICATED,
+            f"{method} needs an authenticated caller: connect with TLS and a client "
+            "certificate signed by the controller's CA",
+        )
+    if ANY_PRINCIPAL in allowed or principal.names & allowed:
+        return principal
+    raise Denied(
+        grpc.StatusCode.PERMISSION_DENIED,
+        f"principal {principal} is not allowed to call {method}",
+    )
+
+
+def _wrap(behavior: Callable[..., Any], allowed: frozenset[str], method: str) -> Callable:
+    def guarded(request_or_iterator: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            check(allowed, context, method)
+        except Denied as denied:
+            log.warning(
+                "gRPC call refused", method=method, code=denied.code.name, peer=context.peer(),
+                reason=denied.message,
+            )  # fmt: skip
+            context.abort(denied.code, denied.message)
+        return behavior(request_or_iterator, context)
+
+    return guarded
+
+
+_BEHAVIORS = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
+
+
+class AuthorizationInterceptor(grpc.ServerInterceptor):
+    """Enforce ``rules``: full service name (``zkcontroller.v1.AdminService``) -> the
+    principal names allowed to call it. Services not in ``rules`` are not checked."""
+
+    def __init__(self, rules: Mapping[str, frozenset[str]]) -> None:
+        self.rules = dict(rules)
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = continuation(handler_call_details)
+        method = handler_call_details.method  # "/package.Service/Method"
+        service = method.lstrip("/").split("/", 1)[0]
+        allowed = self.rules.get(service)
+        if handler is None or allowed is None:
+            return handler
+        for name in _BEHAVIORS:
+            behavior = getattr(handler, name, None)
+            if behavior is not None:
+                # RpcMethodHandler is a namedtuple in grpcio: replace just the behaviour.
+                return handler._replace(**{name: _wrap(behavior, allowed, method.lstrip("/"))})
+        return handler
+
+
+def interceptors(rules: Mapping[str, frozenset[str] | None]) -> list[grpc.ServerInterceptor]:
+    """The interceptor list for ``grpc.server``: empty when no rule is set (plain mode)."""
+    active = {service: names for service, names in rules.items() if names is not None}
+    return [AuthorizationInterceptor(active)] if active else []

@@ -1,0 +1,379 @@
+"""TLS for gRPC: server credentials that reload their files, and client channels that follow them.
+
+Files are PEM: a certificate chain, its unencrypted private key, and a CA bundle (the trust
+for peers). Both sides reload without a restart, so certificates can be rotated in place:
+
+* Server: ``dynamic_ssl_server_credentials`` asks ``ServerTls.fetch`` for the configuration at
+  every new TLS handshake. It re-reads the files only when one changed (mtime, size, inode),
+  checks that the new certificate and key belong together, and keeps the previous pair when
+  they do not (a rotation caught half-written is retried at the next handshake). Connections
+  already open keep their certificate; new ones get the new one.
+* Client: ``ReloadingChannel`` is a ``grpc.Channel`` that opens a fresh underlying channel when
+  the client's files changed, so a reconnect never presents an expired client certificate.
+
+Peer names are verified against the certificate's SANs (gRPC's default), so broker
+certificates must name the host brokers register (e.g. ``IP:127.0.0.1``). Mutual TLS
+(``client_auth_required``) makes the server refuse a client without a certificate signed by
+the CA bundle during the handshake; what an authenticated client may call is ``authz``'s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import ssl
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import structlog
+
+log = structlog.get_logger("controller.security.tls")
+
+ChannelOptions = Sequence[tuple[str, Any]]
+_Stamp = tuple[tuple[int, int, int] | None, ...]
+
+
+class TlsConfigError(ValueError):
+    """TLS files missing, unreadable or not a matching certificate and key."""
+
+
+def _stamp(paths: Sequence[Path | None]) -> _Stamp:
+    out: list[tuple[int, int, int] | None] = []
+    for path in paths:
+        if path is None:
+            out.append(None)
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append((-1, -1, -1))
+        else:
+            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+    return tuple(out)
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TlsConfigError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
+    if b"-----BEGIN" not in data:
+        raise TlsConfigError(f"the {what} {path} is not PEM")
+    return data
+
+
+def _check_pair(cert: Path, key: Path) -> None:
+    """Fail unless ``key`` is the private key of ``cert``'s first certificate."""
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as exc:
+        raise TlsConfigError(
+            f"{cert} and {key} are not a matching PEM certificate and unencrypted key: {exc}"
+        ) from None
+
+
+def fingerprint(cert_pem: bytes) -> str:
+    """SHA-256 of the first certificate's DER, for logs (``AB:CD:...``, first 8 bytes)."""
+    text = cert_pem.decode("ascii", "replace")
+    end = text.find("-----END CERTIFICATE-----")
+    if end < 0:
+        return "?"
+    der = ssl.PEM_cert_to_DER_cert(text[: end + len("-----END CERTIFICATE-----")])
+    return ":".join(f"{b:02X}" for b in hashlib.sha256(der).digest()[:8])
+
+
+@dataclass(frozen=True, slots=True)
+class TlsFiles:
+    """Where one side's PEM files are. Any may be None (a client with no certificate, or one
+    trusting the system's roots)."""
+
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    ca_file: Path | None = None
+
+    def __post_init__(self) -> None:
+        if (self.cert_file is None) != (self.key_file is None):
+            raise TlsConfigError("a TLS certificate needs its key file, and a key its certificate")
+
+    @property
+    def paths(self) -> tuple[Path | None, ...]:
+        return (self.cert_file, self.key_file, self.ca_file)
+
+    def load(self) -> tuple[bytes | None, bytes | None, bytes | None]:
+        """(certificate chain, key, CA bundle) as PEM bytes, the pair checked."""
+        cert = key = ca = None
+        if self.cert_file is not None and self.key_file is not None:
+            _check_pair(self.cert_file, self.key_file)
+            cert = _read(self.cert_file, "TLS certificate")
+            key = _read(self.key_file, "TLS key")
+        if self.ca_file is not None:
+            ca = _read(self.ca_file, "TLS CA bundle")
+        return cert, key, ca
+
+
+class _Reloader:
+    """PEM files read again when they change; the last good contents kept otherwise."""
+
+    def __init__(self, files: TlsFiles, what: str) -> None:
+        self.files = files
+        self._what = what
+        self._lock = threading.Lock()
+        self.generation = 0
+        for _ in range(3):
+            self._stamp = _stamp(files.paths)
+            self.contents = files.load()  # raises: a bad configuration fails the start
+            if self._stamp_after_check(self._stamp):
+                break
+
+    def _stamp_after_check(self, before: _Stamp) -> bool:
+        # A writer between our stat and our read would leave mixed files: read again later.
+        return _stamp(self.files.paths) == before
+
+    def refresh(self) -> bool:
+        """Re-read the files if they changed; True when new contents were taken."""
+        stamp = _stamp(self.files.paths)
+        if stamp == self._stamp:
+            return False
+        with self._lock:
+            if stamp == self._stamp:
+                return False
+            try:
+                contents = self.files.load()
+            except TlsConfigError as exc:
+                # Keep serving with the previous files; log once per change of the files.
+                log.error(f"cannot reload the {self._what}; keeping the previous one",
+                          error=str(exc))  # fmt: skip
+                self._stamp = stamp
+                return False
+            if not self._stamp_after_check(stamp):
+                return False  # changed while we read: the next call reads them again
+            self._stamp, self.contents = stamp, contents
+            self.generation += 1
+        cert = contents[0]
+        log.info(f"reloaded the {self._what}",
+                 cert_sha256=fingerprint(cert) if cert else None)  # fmt: skip
+        return True
+
+
+class ServerTls:
+    """TLS credentials for a gRPC server, reloaded when the files change."""
+
+    def __init__(self, files: TlsFiles, *, client_auth_required: bool = False) -> None:
+        if files.cert_file is None or files.key_file is None:
+            raise TlsConfigError("a TLS server needs a certificate and a key file")
+        if client_auth_required and files.ca_file is None:
+            raise TlsConfigError("client authentication needs a CA file to verify clients with")
+        self.files = files
+        self.client_auth_required = client_auth_required
+        self._reloader = _Reloader(files, "gRPC server TLS certificate")
+
+    def _configuration(self) -> grpc.ServerCertificateConfiguration:
+        cert, key, ca = self._reloader.contents
+        assert cert is not None and key is not None
+        return grpc.ssl_server_certificate_configuration([(key, cert)], root_certificates=ca)
+
+    def fetch(self) -> grpc.ServerCertificateConfiguration | None:
+        """gRPC's per-handshake callback: a new configuration, or None for "unchanged"."""
+        try:
+            return self._configuration() if self._reloader.refresh() else None
+        except Exception:  # never let an exception escape into gRPC's handshake
+            log.exception("TLS certificate reload failed")
+            return None
+
+    def credentials(self) -> grpc.ServerCredentials:
+        return grpc.dynamic_ssl_server_credentials(
+            self._configuration(),
+            self.fetch,
+            require_client_authentication=self.client_auth_required,
+        )
+
+    @property
+    def generation(self) -> int:
+        """How many times new files were taken (for tests and logs)."""
+        return self._reloader.generation
+
+
+class ClientTls:
+    """TLS credentials for gRPC channels (trust: the CA file, else the system roots; optionally
+    a client certificate for mutual TLS), rebuilt when the files change."""
+
+    def __init__(self, files: TlsFiles, *, server_name_override: str | None = None) -> None:
+        self.files = files
+        self.server_name_override = server_name_override
+        self._reloader = _Reloader(files, "gRPC client TLS certificate")
+        self._credentials: tuple[int, grpc.ChannelCredentials] | None = None
+
+    def credentials(self) -> tuple[int, grpc.ChannelCredentials]:
+        """(generation, credentials): a new generation means the files changed."""
+        self._reloader.refresh()
+        generation = self._reloader.generation
+        cached = self._credentials
+        if cached is None or cached[0] != generation:
+            cert, key, ca = self._reloader.contents
+            cached = (generation, grpc.ssl_channel_credentials(ca, key, cert))
+            self._credentials = cached
+        return cached
+
+    def options(self) -> list[tuple[str, Any]]:
+        if self.server_name_override:
+            return [("grpc.ssl_target_name_override", self.server_name_override)]
+        return []
+
+
+class _ReloadingMultiCallable:
+    """A unary-unary method that goes to the channel's current underlying channel per call."""
+
+    def __init__(self, owner: ReloadingChannel, method: str, kwargs: dict[str, Any]) -> None:
+        self._owner = owner
+        self._method = method
+        self._kwargs = kwargs
+        self._cache: tuple[grpc.Channel, Any] | None = None
+
+    def _current(self) -> Any:
+        channel = self._owner.current()
+        cached = self._cache
+        if cached is None or cached[0] is not channel:
+            cached = (channel, channel.unary_unary(self._method, **self._kwargs))
+            self._cache = cached
+        return cached[1]
+
+    def __call__(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._current()(request, *args, **kwargs)
+
+    def with_call(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._current().with_call(request, *args, **kwargs)
+
+    def future(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._current().future(request, *args, **kwargs)
+
+
+class ReloadingChannel(grpc.Channel):
+    """A TLS channel that reopens itself on the new files after a certificate rotation.
+
+    Stubs made on it keep working across rotations (unary-unary methods follow the current
+    channel; streaming methods are bound to the channel current when the stub was made).
+    Replaced channels are closed with this one, not at once: calls may still be running.
+    """
+
+    def __init__(self, target: str, tls: ClientTls, options: ChannelOptions = ()) -> None:
+        self.target = target
+        self._tls = tls
+        self._options = [*options, *tls.options()]
+        self._lock = threading.Lock()
+        self._retired: list[grpc.Channel] = []
+        self._generation, channel = self._open()
+        self._channel = channel
+
+    def _open(self) -> tuple[int, grpc.Channel]:
+        generation, credentials = self._tls.credentials()
+        return generation, grpc.secure_channel(self.target, credentials, options=self._options)
+
+    def current(self) -> grpc.Channel:
+        generation, _ = self._tls.credentials()
+        if generation == self._generation:
+            return self._channel
+        with self._lock:
+            if generation != self._generation:
+                self._retired.append(self._channel)
+                self._generation, self._channel = self._open()
+            return self._channel
+
+    def subscribe(self, callback: Callable[..., Any], try_to_connect: bool = False) -> None:
+        self.current().subscribe(callback, try_to_connect)
+
+    def unsubscribe(self, callback: Callable[..., Any]) -> None:
+        self._channel.unsubscribe(callback)
+
+    def unary_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if args:  # positional serializers: bind now (not expected from generated stubs)
+            return self.current().unary_unary(method, *args, **kwargs)
+        return _ReloadingMultiCallable(self, method, kwargs)
+
+    def unary_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return self.current().unary_stream(method, *args, **kwargs)
+
+    def stream_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return self.current().stream_unary(method, *args, **kwargs)
+
+    def stream_stream(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return self.current().stream_stream(method, *args, **kwargs)
+
+    def close(self) -> None:
+        with self._lock:
+            channels, self._retired = [self._channel, *self._retired], []
+        for channel in channels:
+            channel.close()
+
+    def __enter__(self) -> ReloadingChannel:
+        return self
+
+    def __exit__(self, *exc_info: object) -> bool:
+        self.close()
+        return False
+
+
+class ChannelOpener:
+    """Opens client channels: plaintext (``tls`` None) or TLS that follows certificate files.
+
+    The one place callers get channels from, so that plaintext mode is exactly
+    ``grpc.insecure_channel`` as before.
+    """
+
+    def __init__(self, tls: ClientTls | None = None) -> None:
+        self.tls = tls
+
+    @property
+    def secure(self) -> bool:
+        return self.tls is not None
+
+    def open(self, target: str, options: ChannelOptions = ()) -> grpc.Channel:
+        if self.tls is None:
+            return grpc.insecure_channel(target, options=list(options))
+        return ReloadingChannel(target, self.tls, options)
+
+
+PLAINTEXT = ChannelOpener()
+
+
+def server_tls(
+    cert_file: Path | str | None,
+    key_file: Path | str | None,
+    ca_file: Path | str | None = None,
+    *,
+    client_auth_required: bool = False,
+) -> ServerTls | None:
+    """``ServerTls`` when a certificate is configured, else None (plaintext)."""
+    if cert_file is None and key_file is None:
+        if client_auth_required:
+            raise TlsConfigError("client authentication needs TLS (a certificate and key file)")
+        return None
+    files = TlsFiles(_path(cert_file), _path(key_file), _path(ca_file))
+    return ServerTls(files, client_auth_required=client_auth_required)
+
+
+def client_tls(
+    ca_file: Path | str | None,
+    cert_file: Path | str | None = None,
+    key_file: Path | str | None = None,
+    *,
+    server_name_override: str | None = None,
+) -> ClientTls:
+    return ClientTls(
+        TlsFiles(_path(cert_file), _path(key_file), _path(ca_file)),
+        server_name_override=server_name_override,
+    )
+
+
+def _path(value: Path | str | None) -> Path | None:
+    return None if value is None or value == "" else Path(value)
+
+
+def add_port(server: grpc.Server, address: str, tls: ServerTls | None) -> int:
+    """Bind ``address`` (plaintext or TLS); return the port, 0 when it could not bind."""
+    if tls is None:
+        return server.add_insecure_port(address)
+    return server.add_secure_port(address, tls.credentials())
