@@ -128,6 +128,7 @@ class Setting:
     max: int | None = None
     choices: tuple[str, ...] = ()
     default_doc: str | None = None  # how to show a derived default in docs
+    secret: bool = False  # never shown: --validate-config prints a mask instead of the value
 
     @property
     def attr(self) -> str:
@@ -266,6 +267,37 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("embedded.zookeeper.data.dir", Kind.PATH, Path("var/zookeeper"),
             doc="Data directory of the embedded development ZooKeeper, relative to the "
                 "current directory unless absolute."),
+    # -- security (controller.security; docs/operations.md#security) --
+    Setting("zookeeper.set.acl", Kind.BOOL, False, kafka=True,
+            doc="Create znodes with Kafka's secure ACLs: creator-all plus world-read "
+                "(creator-only under /config/users, /config/brokers). Needs "
+                "zookeeper.auth.scheme."),
+    Setting("zookeeper.auth.scheme", Kind.CHOICE, "none", choices=("none", "digest", "sasl"),
+            doc="How the ZooKeeper session authenticates: digest (addauth digest) or sasl "
+                "(SASL DIGEST-MD5; needs the pure-sasl package)."),
+    Setting("zookeeper.auth.credentials.file", Kind.PATH, None, nullable=True,
+            doc="File whose first line is user:password for zookeeper.auth.scheme."),
+    Setting("zookeeper.auth.credentials.value", Kind.STR, None, nullable=True, secret=True,
+            doc="user:password for zookeeper.auth.scheme, for secrets passed in the "
+                "environment (ZKC_ZOOKEEPER_AUTH_CREDENTIALS_VALUE); prefer the file. "
+                "Never shown."),
+    Setting("grpc.tls.cert.file", Kind.PATH, None, nullable=True,
+            doc="PEM certificate chain of the gRPC listener (enables TLS); also the client "
+                "certificate presented to brokers. Reloaded when the file changes."),
+    Setting("grpc.tls.key.file", Kind.PATH, None, nullable=True,
+            doc="Unencrypted PEM private key of grpc.tls.cert.file."),
+    Setting("grpc.tls.ca.file", Kind.PATH, None, nullable=True,
+            doc="PEM CA bundle: verifies client certificates (mutual TLS) and the certificates "
+                "of brokers whose controller listener is SSL (unset: the system roots)."),
+    Setting("grpc.tls.client.auth", Kind.CHOICE, "none", choices=("none", "required"),
+            doc="Mutual TLS on the gRPC listener (Kafka's ssl.client.auth; gRPC Python has no "
+                "'requested')."),
+    Setting("admin.allowed.principals", Kind.STR, None, nullable=True,
+            doc="Comma-separated certificate CNs/SANs allowed to call AdminService (* = any "
+                "authenticated client); needs grpc.tls.client.auth=required."),
+    Setting("broker.allowed.principals", Kind.STR, None, nullable=True,
+            doc="Comma-separated certificate CNs/SANs allowed to call ControllerService "
+                "(the brokers); needs grpc.tls.client.auth=required."),
 )
 
 SETTINGS_BY_NAME: Mapping[str, Setting] = types.MappingProxyType({s.name: s for s in SETTINGS})
@@ -300,6 +332,16 @@ class ControllerConfig:
     log_format: str
     state_change_log_file: Path  # already joined with log_dir
     embedded_zookeeper_data_dir: Path
+    zookeeper_set_acl: bool
+    zookeeper_auth_scheme: str
+    zookeeper_auth_credentials_file: Path | None
+    zookeeper_auth_credentials_value: str | None = field(repr=False)  # a secret: never in reprs
+    grpc_tls_cert_file: Path | None
+    grpc_tls_key_file: Path | None
+    grpc_tls_ca_file: Path | None
+    grpc_tls_client_auth: str
+    admin_allowed_principals: str | None
+    broker_allowed_principals: str | None
     #: dotted name -> where its value came from ("default", "file F", "env V", "flag --f").
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -464,6 +506,40 @@ def _cross_checks(values: Mapping[str, Any], sources: Mapping[str, str]) -> list
     if isinstance(grpc, HostPort) and grpc == metrics and grpc.port != 0:
         problems.append(ConfigProblem(
             sources["metrics.listen"], "metrics.listen", f"same address as grpc.listen ({grpc})"))
+    problems.extend(_security_checks(values, sources))
+    return problems
+
+
+def _security_checks(values: Mapping[str, Any], sources: Mapping[str, str]) -> list[ConfigProblem]:
+    """Combinations that cannot work (file contents are checked when the daemon starts)."""
+    problems = []
+
+    def problem(key: str, message: str) -> None:
+        problems.append(ConfigProblem(sources.get(key, "config"), key, message))
+
+    scheme = values["zookeeper.auth.scheme"]
+    inline = values["zookeeper.auth.credentials.value"]
+    file = values["zookeeper.auth.credentials.file"]
+    if scheme == "none" and (inline or file):
+        problem("zookeeper.auth.scheme", "credentials are set but the scheme is none")
+    if scheme != "none" and not (inline or file):
+        problem("zookeeper.auth.credentials.file", f"required by zookeeper.auth.scheme={scheme}")
+    if inline and file:
+        problem("zookeeper.auth.credentials.value",
+                "set this or zookeeper.auth.credentials.file, not both")  # fmt: skip
+    if values["zookeeper.set.acl"] and scheme == "none":
+        problem("zookeeper.set.acl", "needs ZooKeeper authentication (zookeeper.auth.scheme)")
+    cert, key = values["grpc.tls.cert.file"], values["grpc.tls.key.file"]
+    if (cert is None) != (key is None):
+        problem("grpc.tls.key.file" if key is None else "grpc.tls.cert.file",
+                "grpc.tls.cert.file and grpc.tls.key.file go together")  # fmt: skip
+    mutual = values["grpc.tls.client.auth"] == "required"
+    if mutual and (cert is None or values["grpc.tls.ca.file"] is None):
+        problem("grpc.tls.client.auth", "required needs grpc.tls.cert.file, "
+                "grpc.tls.key.file and grpc.tls.ca.file")  # fmt: skip
+    for name in ("admin.allowed.principals", "broker.allowed.principals"):
+        if values[name] is not None and not mutual:
+            problem(name, "callers can only be identified with grpc.tls.client.auth=required")
     return problems
 
 
@@ -518,6 +594,8 @@ def render_effective_config(cfg: ControllerConfig) -> str:
     rows = []
     for s in SETTINGS:
         value = getattr(cfg, s.attr)
+        if s.secret and value is not None:
+            value = "********"
         left = f"# {s.name} is unset" if value is None else f"{s.name} = {_toml_value(value)}"
         rows.append((left, cfg.source(s.name)))
     width = max(len(left) for left, _ in rows)
