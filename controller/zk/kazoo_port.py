@@ -30,11 +30,12 @@ pipelines; the calls a recursive delete makes are counted too.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -103,7 +104,12 @@ class KazooPort:
     ``connect`` is a ZooKeeper connect string, optionally with a chroot
     (``"h1:2181,h2:2181/kafka"``); every path given to or returned by the port is relative to
     it. ``session_timeout`` is in seconds (Kafka's default is 18). ``auth_data`` and
-    ``default_acl`` are handed to kazoo unchanged (hooks for ACL support later).
+    ``default_acl`` are handed to kazoo unchanged.
+
+    Security (``controller.security.acls``): ``sasl_options`` authenticate the session with
+    SASL (kazoo's, e.g. DIGEST-MD5); ``acl_provider(path)`` gives the ACL of every znode this
+    port creates (``create``, ``ensure_path`` level by level, ``Create`` in multis), as
+    Kafka's ``defaultAcls(path)`` does. Without it, creates use kazoo's default (open) ACL.
     """
 
     def __init__(
@@ -119,6 +125,8 @@ class KazooPort:
         auth_data: Sequence[tuple[str, str]] | None = None,
         default_acl: Sequence[Any] | None = None,
         observer: ZkObserver | None = None,
+        sasl_options: Mapping[str, Any] | None = None,
+        acl_provider: Callable[[str], Sequence[Any]] | None = None,
     ) -> None:
         if max_in_flight < 1 or multiread_batch < 1 or multiread_in_flight < 1:
             raise ValueError("pipelining limits must be positive")
@@ -144,8 +152,11 @@ class KazooPort:
             ),
             auth_data=list(auth_data) if auth_data else None,
             default_acl=list(default_acl) if default_acl else None,
+            sasl_options=dict(sasl_options) if sasl_options else None,
             logger=logging.getLogger("kazoo.client"),
         )
+        self._acl_provider = acl_provider
+        self._authenticates = bool(auth_data or sasl_options)
         self._chroot: str = self._client.chroot or ""
         self._multiread = use_multiread and multiread.supports_custom_requests(self._client)
         if use_multiread and not self._multiread:
@@ -168,6 +179,20 @@ class KazooPort:
             self._client.start(timeout=timeout)
         except self._client.handler.timeout_exception as exc:
             raise errors.ConnectionLossError(f"no ZooKeeper session within {timeout}s") from exc
+        if self._authenticates:
+            self._check_authentication()
+
+    def _check_authentication(self) -> None:
+        """kazoo reports CONNECTED before SASL completes, and a failed SASL login closes the
+        client for good: one round trip (queued behind the authentication) tells at start."""
+        try:
+            self._call(lambda: self._client.exists_async("/"), "/")
+        except errors.NoAuthError as exc:
+            self.stop()
+            raise errors.NoAuthError(
+                "ZooKeeper rejected this client's authentication (check zookeeper.auth.* "
+                "against the server's configuration)"
+            ) from exc
 
     def stop(self) -> None:
         """Close the session (ephemerals go at once, listeners get LOST) and free the socket."""
@@ -586,7 +611,13 @@ class KazooPort:
         txn = self._client.transaction()
         for op in ops:
             if isinstance(op, Create):
-                txn.create(op.path, op.data or b"", ephemeral=op.ephemeral, sequence=op.sequential)
+                txn.create(
+                    op.path,
+                    op.data or b"",
+                    acl=self._acl(op.path),
+                    ephemeral=op.ephemeral,
+                    sequence=op.sequential,
+                )
             elif isinstance(op, SetData):
                 txn.set_data(op.path, op.data, op.version)
             elif isinstance(op, Delete):
@@ -607,13 +638,37 @@ class KazooPort:
         sequential: bool = False,
         makepath: bool = False,
     ) -> str:
+        if self._acl_provider is not None and makepath:
+            # kazoo's makepath gives the parents the leaf's ACL; Kafka gives each its own.
+            try:
+                return self.create(path, data, ephemeral=ephemeral, sequential=sequential)
+            except errors.NoNodeError:
+                self._ensure_path_with_acls(path.rsplit("/", 1)[0])
+                return self.create(path, data, ephemeral=ephemeral, sequential=sequential)
         created: str = self._call(
             lambda: self._client.create_async(
-                path, data or b"", ephemeral=ephemeral, sequence=sequential, makepath=makepath
+                path,
+                data or b"",
+                acl=self._acl(path),
+                ephemeral=ephemeral,
+                sequence=sequential,
+                makepath=makepath,
             ),
             path,
         )
         return created
+
+    def _acl(self, path: str) -> list[Any] | None:
+        """The ACL to create ``path`` with; None: kazoo's default."""
+        return None if self._acl_provider is None else list(self._acl_provider(path))
+
+    def _ensure_path_with_acls(self, path: str) -> None:
+        """kazoo's ensure_path, but every missing level gets its own ACL from the provider."""
+        if not path or path == "/" or self.exists(path) is not None:
+            return
+        self._ensure_path_with_acls(path.rsplit("/", 1)[0])
+        with contextlib.suppress(errors.NodeExistsError):  # created meanwhile by another
+            self._call(lambda: self._client.create_async(path, b"", acl=self._acl(path)), path)
 
     @observed("set")
     def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
@@ -667,6 +722,9 @@ class KazooPort:
 
     @observed("ensure_path")
     def ensure_path(self, path: str) -> None:
+        if self._acl_provider is not None:
+            self._ensure_path_with_acls(path)
+            return
         self._call(lambda: self._client.ensure_path_async(path), path)
 
     def __repr__(self) -> str:

@@ -1,0 +1,206 @@
+"""Unavailability windows, availability % and MTTR on hand-made logs with known answers."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from tests.analytics.conftest import Log, at
+from tests.analytics.pipeline import analyze_lines
+
+pytestmark = pytest.mark.spark
+
+WINDOW_COLS = [
+    "cluster", "topic", "partition", "start_ts", "end_ts", "window_start", "window_end",
+    "duration_s", "end_reason", "start_known", "recovery_election", "leader_after",
+]
+WINDOW_SCHEMA = (
+    "cluster string, topic string, partition int, start_ts timestamp, end_ts timestamp, "
+    "window_start timestamp, window_end timestamp, duration_s double, end_reason string, "
+    "start_known boolean, recovery_election string, leader_after int"
+)
+
+
+def three_outages() -> Log:
+    """t-0 offline 100..160 s; u-0 offline since before the log until 200 s; t-1 offline
+    from 300 s to the end (400 s)."""
+    log = Log()
+    log.create(0, "t", 0, [1, 2])
+    log.create(0, "t", 1, [2, 1])
+    log.offline(100, "t", 0, [1])
+    log.online(160, "t", 0, leader=2, isr=[2])
+    log.online(200, "u", 0, leader=3, isr=[3])  # its first record: it was offline before
+    log.offline(300, "t", 1, [2])
+    log.replica(400, "t", 0, 1, "OfflineReplica", "OnlineReplica", 2, [2])
+    return log
+
+
+EXPECTED_WINDOWS = [
+    ("c1", "t", 0, at(100), at(160), at(100), at(160), 60.0, "recovered", True, "offline", 2),
+    ("c1", "u", 0, None, at(200), at(0), at(200), 200.0, "recovered", False, "offline", 3),
+    ("c1", "t", 1, at(300), None, at(300), at(400), 100.0, "ongoing", True, None, None),
+]
+
+
+def test_windows_offline_at_start_middle_and_end(spark, tmp_path: Path) -> None:
+    from pyspark.testing import assertDataFrameEqual
+
+    a = analyze_lines(spark, tmp_path, three_outages().lines)
+    expected = spark.createDataFrame(EXPECTED_WINDOWS, WINDOW_SCHEMA)
+    assertDataFrameEqual(a["unavailability_windows"].select(WINDOW_COLS), expected)
+
+
+def test_out_of_order_and_duplicate_lines_change_nothing(spark, tmp_path: Path) -> None:
+    from pyspark.testing import assertDataFrameEqual
+
+    lines = three_outages().lines
+    noisy = lines + lines[2:5] + lines[:1]  # re-sent lines
+    random.Random(7).shuffle(noisy)
+    a = analyze_lines(spark, tmp_path, noisy)
+    expected = spark.createDataFrame(EXPECTED_WINDOWS, WINDOW_SCHEMA)
+    assertDataFrameEqual(a["unavailability_windows"].select(WINDOW_COLS), expected)
+    counts = a.timeline.groupBy().agg({"dup": "count"}).collect()[0][0]
+    assert counts == len(noisy)
+    assert a.timeline.where("dup").count() == 4
+    assert a.timeline.where("live").count() == len(lines)
+
+
+def test_availability_and_mttr(spark, tmp_path: Path) -> None:
+    from pyspark.testing import assertDataFrameEqual
+
+    a = analyze_lines(spark, tmp_path, three_outages().lines)
+    got = a["availability_summary"].select(
+        "cluster", "topic", "partitions", "exists_partition_s", "offline_partition_s",
+        "availability_pct", "windows", "recovered_windows", "ongoing_windows", "mttr_p50_s",
+        "mttr_p99_s",
+    )
+    schema = (
+        "cluster string, topic string, partitions long, exists_partition_s double, "
+        "offline_partition_s double, availability_pct double, windows long, "
+        "recovered_windows long, ongoing_windows long, mttr_p50_s double, mttr_p99_s double"
+    )
+    expected = spark.createDataFrame(
+        [
+            # 3 partitions x 400 s exist; 60 + 200 + 100 s offline. Only t-0's window has a
+            # known start and a recovery, so it alone makes the MTTR.
+            ("c1", None, 3, 1200.0, 360.0, 70.0, 3, 2, 1, 60.0, 60.0),
+            ("c1", "t", 2, 800.0, 160.0, 80.0, 2, 1, 1, 60.0, 60.0),
+            ("c1", "u", 1, 400.0, 200.0, 50.0, 1, 1, 0, None, None),
+        ],
+        schema,
+    )
+    assertDataFrameEqual(got, expected, atol=1e-6)
+
+
+def test_mttr_percentiles(spark, tmp_path: Path) -> None:
+    log = Log()
+    for i, outage in enumerate([10, 20, 30, 40, 1000]):
+        log.create(0, "t", i, [1, 2])
+        log.offline(100, "t", i, [1])
+        log.online(100 + outage, "t", i, leader=2, isr=[2])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    row = a["availability_summary"].where("topic is null").collect()[0]
+    assert row.mttr_p50_s == pytest.approx(30.0)
+    assert row.mttr_p95_s == pytest.approx(40 + 0.8 * 960)  # linear interpolation
+    assert row.mttr_max_s == pytest.approx(1000.0)
+    assert row.mttr_mean_s == pytest.approx(220.0)
+
+
+def test_period_limits_clip_windows_but_history_sets_state(spark, tmp_path: Path) -> None:
+    """--from/--to: a window that began before --from starts at --from (its true start is
+    still known), and records after --to are outside the period."""
+    a = analyze_lines(spark, tmp_path, three_outages().lines, start=at(150), end=at(350))
+    rows = {
+        (r.topic, r.partition): r
+        for r in a["unavailability_windows"].select(WINDOW_COLS).collect()
+    }
+    # Collected timestamps are naive local time: compare instants.
+    assert rows["t", 0].window_start.timestamp() == at(150).timestamp()
+    assert rows["t", 0].start_ts.timestamp() == at(100).timestamp()
+    assert rows["t", 0].duration_s == pytest.approx(10.0)
+    assert rows["u", 0].duration_s == pytest.approx(50.0)
+    assert rows["t", 1].window_end.timestamp() == at(350).timestamp()
+    assert rows["t", 1].duration_s == pytest.approx(50.0)
+
+
+def test_topic_deleted_while_offline(spark, tmp_path: Path) -> None:
+    log = Log()
+    log.create(0, "t", 0, [1])
+    log.create(0, "keep", 0, [2])
+    log.offline(100, "t", 0, [1])
+    # The deletion of an offline topic: Offline -> Offline -> NonExistent.
+    log.part(200, "t", 0, "OfflinePartition", "OfflinePartition", -1, [1], None,
+             "TopicDeletion")
+    log.part(201, "t", 0, "OfflinePartition", "NonExistentPartition", None, None, None,
+             "TopicDeletion", None)
+    # An online topic's deletion is not an outage.
+    log.create(0, "gone", 0, [2])
+    log.part(250, "gone", 0, "OnlinePartition", "OfflinePartition", -1, [2], None,
+             "TopicDeletion")
+    log.part(251, "gone", 0, "OfflinePartition", "NonExistentPartition", None, None, None,
+             "TopicDeletion", None)
+    log.replica(400, "keep", 0, 2, "OnlineReplica", "OnlineReplica", 2, [2])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    windows = a["unavailability_windows"].collect()
+    assert [(w.topic, w.end_reason, w.duration_s) for w in windows] == [("t", "deleted", 100.0)]
+    summary = {r.topic: r for r in a["availability_summary"].collect()}
+    assert summary["t"].exists_partition_s == pytest.approx(200.0)  # until the deletion
+    assert summary["t"].deleted_while_offline == 1
+    assert summary["t"].mttr_p50_s is None  # never recovered
+    assert summary["gone"].offline_partition_s == 0.0
+    assert summary[None].exists_partition_s == pytest.approx(200 + 400 + 250)
+
+
+def test_hourly_and_daily_availability_across_boundaries(spark, tmp_path: Path) -> None:
+    from pyspark.testing import assertDataFrameEqual
+
+    log = Log()
+    log.create(0, "t", 0, [1, 2])
+    log.offline(1800, "t", 0, [1])  # 10:30
+    log.online(4500, "t", 0, leader=2, isr=[2])  # 11:15
+    log.replica(9000, "t", 0, 1, "OfflineReplica", "OnlineReplica", 2, [2])  # 12:30
+    a = analyze_lines(spark, tmp_path, log.lines)
+    got = a["availability_hourly"].select(
+        "hour", "exists_partition_s", "offline_partition_s", "availability_pct"
+    )
+    expected = spark.createDataFrame(
+        [
+            (at(0), 3600.0, 1800.0, 50.0),
+            (at(3600), 3600.0, 900.0, 75.0),
+            (at(7200), 1800.0, 0.0, 100.0),
+        ],
+        "hour timestamp, exists_partition_s double, offline_partition_s double, "
+        "availability_pct double",
+    )
+    assertDataFrameEqual(got, expected, atol=1e-6)
+    daily = a["availability_daily"].collect()
+    assert len(daily) == 1
+    assert daily[0].exists_partition_s == pytest.approx(9000.0)
+    assert daily[0].offline_partition_s == pytest.approx(2700.0)
+
+
+def test_online_to_online_is_churn_not_outage(spark, tmp_path: Path) -> None:
+    log = Log()
+    log.create(0, "t", 0, [1, 2])
+    log.online(50, "t", 0, leader=2, isr=[2], frm="OnlinePartition",
+               election="controlled_shutdown", event="ControlledShutdown")
+    log.online(90, "t", 0, leader=1, isr=[1, 2], frm="OnlinePartition", election="preferred",
+               event="AutoPreferredReplicaLeaderElection")
+    a = analyze_lines(spark, tmp_path, log.lines)
+    assert a["unavailability_windows"].count() == 0
+    churn = a["partition_churn_daily"].collect()[0]
+    assert (churn.elections, churn.leader_changes, churn.offline_windows) == (2, 2, 0)
+
+
+def test_failed_records_are_not_transitions(spark, tmp_path: Path) -> None:
+    log = Log()
+    log.create(0, "t", 0, [1])
+    log.offline(100, "t", 0, [1])
+    log.part(110, "t", 0, "OfflinePartition", "OnlinePartition", -1, [1], "offline",
+             result="failed")
+    log.online(200, "t", 0, leader=1, isr=[1])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    windows = a["unavailability_windows"].collect()
+    assert [(w.duration_s, w.end_reason) for w in windows] == [(100.0, "recovered")]

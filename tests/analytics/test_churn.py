@@ -1,0 +1,171 @@
+"""Elections, unclean elections, leader and ISR churn, flapping, leader imbalance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.analytics.conftest import Log, at
+from tests.analytics.pipeline import analyze_lines
+
+pytestmark = pytest.mark.spark
+
+
+def unclean_log() -> Log:
+    """t-0 on [1,2,3]: followers drop out of the ISR, then the leader dies and broker 3,
+    outside the ISR, is elected uncleanly."""
+    log = Log()
+    log.create(0, "t", 0, [1, 2, 3])
+    log.replica(10, "t", 0, 2, "OnlineReplica", "OfflineReplica", 1, [1, 3])
+    log.online(20, "t", 0, leader=1, isr=[1], frm="OnlinePartition", election=None,
+               event="IsrChangeNotification")
+    log.offline(100, "t", 0, [1])
+    log.online(150, "t", 0, leader=3, isr=[3], election="offline_unclean")
+    return log
+
+
+def test_unclean_election_listed_with_its_outage(spark, tmp_path: Path) -> None:
+    from pyspark.testing import assertDataFrameEqual
+
+    a = analyze_lines(spark, tmp_path, unclean_log().lines)
+    got = a["unclean_elections"].select(
+        "cluster", "ts", "topic", "partition", "leader", "previous_leader", "isr_before",
+        "isr_after", "offline_since", "offline_s",
+    )
+    expected = spark.createDataFrame(
+        [("c1", at(150), "t", 0, 3, 1, [1], [3], at(100), 50.0)],
+        "cluster string, ts timestamp, topic string, partition int, leader int, "
+        "previous_leader int, isr_before array<int>, isr_after array<int>, "
+        "offline_since timestamp, offline_s double",
+    )
+    assertDataFrameEqual(got, expected)
+    elections = a["elections_hourly"].select("hour", "election", "elections")
+    assertDataFrameEqual(
+        elections,
+        spark.createDataFrame([(at(0), "unclean", 1)],
+                              "hour timestamp, election string, elections long"),
+    )
+
+
+def test_partition_and_broker_churn(spark, tmp_path: Path) -> None:
+    from pyspark.testing import assertDataFrameEqual
+
+    a = analyze_lines(spark, tmp_path, unclean_log().lines)
+    part = a["partition_churn_daily"].select(
+        "topic", "partition", "elections", "leader_changes", "offline_windows", "isr_shrinks",
+        "isr_expands",
+    )
+    # ISR: [1,2,3] -> [1,3] (replica record) -> [1] -> [3] (a shrink and an expand).
+    assertDataFrameEqual(
+        part,
+        spark.createDataFrame(
+            [("t", 0, 1, 1, 1, 3, 1)],
+            "topic string, partition int, elections long, leader_changes long, "
+            "offline_windows long, isr_shrinks long, isr_expands long",
+        ),
+    )
+    broker = a["broker_churn_daily"].select(
+        "broker", "leaderships_gained", "leaderships_lost", "isr_removals", "isr_additions",
+        "replicas_offline",
+    )
+    assertDataFrameEqual(
+        broker,
+        spark.createDataFrame(
+            [
+                (1, 1, 1, 1, 0, 0),  # led from creation, lost it when it died, left the ISR
+                (2, 0, 0, 1, 0, 1),
+                (3, 1, 0, 1, 1, 0),
+            ],
+            "broker int, leaderships_gained long, leaderships_lost long, isr_removals long, "
+            "isr_additions long, replicas_offline long",
+        ),
+    )
+
+
+def test_elections_by_type_per_hour(spark, tmp_path: Path) -> None:
+    from pyspark.testing import assertDataFrameEqual
+
+    log = Log()
+    log.create(0, "t", 0, [1, 2])
+    kinds = [("controlled_shutdown", 2), ("preferred", 1), ("reassign", 2), ("preferred", 1)]
+    for i, (kind, leader) in enumerate(kinds):
+        log.online(600 * (i + 1), "t", 0, leader=leader, isr=[1, 2], frm="OnlinePartition",
+                   election=kind, event="X")
+    log.offline(3700, "t", 0, [1])
+    log.online(3710, "t", 0, leader=1, isr=[1])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    assertDataFrameEqual(
+        a["elections_hourly"].select("hour", "election", "elections"),
+        spark.createDataFrame(
+            [
+                (at(0), "controlled_shutdown", 1),
+                (at(0), "preferred", 2),
+                (at(0), "reassign", 1),
+                (at(3600), "offline", 1),
+            ],
+            "hour timestamp, election string, elections long",
+        ),
+    )
+
+
+def test_top_flapping_partitions(spark, tmp_path: Path) -> None:
+    log = Log()
+    for p in range(3):
+        log.create(0, "t", p, [2, 1] if p == 1 else [1, 2])
+    for i in range(5):  # t-1 flaps: its follower drops out and back
+        log.online(10 + i * 10, "t", 1, leader=2, isr=[2], frm="OnlinePartition",
+                   election=None, event="IsrChangeNotification")
+        log.online(15 + i * 10, "t", 1, leader=2, isr=[2, 1], frm="OnlinePartition",
+                   election=None, event="IsrChangeNotification")
+    log.offline(100, "t", 2, [1])
+    log.online(110, "t", 2, leader=2, isr=[2])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    top = [(r.rank, r.partition, r.flaps) for r in a["flapping_partitions"].collect()]
+    # t-1: 5 ISR shrinks. t-2: one offline window, one leader change, and two ISR shrinks
+    # ([1,2] -> [1] -> [2]). t-0 never changed.
+    assert sorted(top) == [(1, 1, 5), (2, 2, 4)]
+
+
+def test_preferred_leader_imbalance_hourly(spark, tmp_path: Path) -> None:
+    from pyspark.testing import assertDataFrameEqual
+
+    log = Log()
+    log.create(0, "t", 0, [1, 2])  # preferred 1
+    log.create(0, "t", 1, [2, 1])  # preferred 2
+    log.online(1800, "t", 0, leader=2, isr=[2], frm="OnlinePartition",
+               election="controlled_shutdown", event="ControlledShutdown")
+    log.online(5400, "t", 0, leader=1, isr=[1, 2], frm="OnlinePartition",
+               election="preferred", event="AutoPreferredReplicaLeaderElection")
+    log.online(7200, "t", 1, leader=2, isr=[2, 1], frm="OnlinePartition", election=None,
+               event="IsrChangeNotification")
+    a = analyze_lines(spark, tmp_path, log.lines)
+    got = a["leader_imbalance_hourly"].select(
+        "broker", "hour", "avg_leaders", "avg_preferred_partitions", "avg_not_preferred_led",
+        "imbalance_ratio",
+    )
+    expected = spark.createDataFrame(
+        [
+            (1, at(0), 0.5, 1.0, 0.5, 0.5),
+            (1, at(3600), 0.5, 1.0, 0.5, 0.5),
+            (2, at(0), 1.5, 1.0, 0.0, 0.0),
+            (2, at(3600), 1.5, 1.0, 0.0, 0.0),
+        ],
+        "broker int, hour timestamp, avg_leaders double, avg_preferred_partitions double, "
+        "avg_not_preferred_led double, imbalance_ratio double",
+    )
+    assertDataFrameEqual(got, expected, atol=1e-9)
+
+
+def test_broker_down_events(spark, tmp_path: Path) -> None:
+    log = Log()
+    for p in range(3):
+        log.create(0, "t", p, [1, 2])
+    for start in (100, 500):  # broker 2 fails twice; each failure is one burst
+        for p in range(3):
+            log.replica(start, "t", p, 2, "OnlineReplica", "OfflineReplica", 1, [1])
+        for p in range(3):
+            log.replica(start + 60, "t", p, 2, "OfflineReplica", "OnlineReplica", 1, [1])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    row = a["broker_churn_daily"].where("broker = 2").collect()[0]
+    assert (row.down_events, row.replicas_offline, row.isr_removals) == (2, 6, 3)

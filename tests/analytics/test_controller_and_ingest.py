@@ -1,0 +1,128 @@
+"""Controller failovers (also in the middle of an outage), malformed lines, cluster names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.analytics.conftest import Log, at
+from tests.analytics.pipeline import analyze_lines
+
+pytestmark = pytest.mark.spark
+
+
+def failover_during_outage(resign: bool) -> Log:
+    log = Log(controller_id=1, epoch=5)
+    log.controller(0, "elected")
+    log.controller(1, "ready", "elected")
+    log.create(2, "t", 0, [1, 2])
+    log.offline(100, "t", 0, [1])
+    log.replica(110, "t", 0, 1, "OnlineReplica", "OfflineReplica", -1, [1])
+    if resign:
+        log.controller(120, "resigned", "ready")
+    log.new_controller(130, controller_id=2, ready_after=1.0)  # epoch 6, seq from 1 again
+    log.online(140, "t", 0, leader=2, isr=[2], election="offline_unclean")
+    return log
+
+
+@pytest.mark.parametrize("resign", [False, True], ids=["crash", "resign"])
+def test_failover_in_the_middle_of_an_outage(spark, tmp_path: Path, resign: bool) -> None:
+    from pyspark.testing import assertDataFrameEqual
+
+    a = analyze_lines(spark, tmp_path, failover_during_outage(resign).lines)
+    windows = a["unavailability_windows"].select(
+        "start_ts", "end_ts", "duration_s", "epoch_at_start", "epoch_at_end",
+        "controller_failover",
+    )
+    assertDataFrameEqual(
+        windows,
+        spark.createDataFrame(
+            [(at(100), at(140), 40.0, 5, 6, True)],
+            "start_ts timestamp, end_ts timestamp, duration_s double, epoch_at_start int, "
+            "epoch_at_end int, controller_failover boolean",
+        ),
+    )
+    tenures = a["controller_tenures"].select(
+        "controller_epoch", "controller_id", "elected_ts", "ready_ts", "resigned_ts",
+        "last_seen_ts", "elected_to_ready_s", "end_reason",
+    )
+    resigned = at(120) if resign else None
+    assertDataFrameEqual(
+        tenures,
+        spark.createDataFrame(
+            [
+                (5, 1, at(0), at(1), resigned, resigned or at(110), 1.0,
+                 "resigned" if resign else "superseded"),
+                (6, 2, at(130), at(131), None, at(140), 1.0, "active"),
+            ],
+            "controller_epoch int, controller_id int, elected_ts timestamp, "
+            "ready_ts timestamp, resigned_ts timestamp, last_seen_ts timestamp, "
+            "elected_to_ready_s double, end_reason string",
+        ),
+    )
+    gap = a["controller_gaps"].collect()
+    assert len(gap) == 1
+    # Resigned: from the resignation. Crashed: one 18 s session timeout before the new
+    # election (130 - 18 = 112 s, after the last record at 110 s) until ready at 131 s.
+    assert gap[0].gap_s == pytest.approx(11.0 if resign else 19.0)
+    assert gap[0].cause == ("resigned" if resign else "crashed")
+    assert (gap[0].from_controller, gap[0].to_controller) == (1, 2)
+
+
+def test_malformed_lines_become_bad_records(spark, tmp_path: Path) -> None:
+    log = Log()
+    log.create(0, "t", 0, [1])
+    good = list(log.lines)
+    bad = [
+        "this is not json",
+        '{"ts":"2026-11-22T10:00:01.000000Z","seq":3,"controller_id":1,',  # torn
+        good[0].replace('"seq": 1', '"seq": "one"'),  # wrong type
+        good[0].replace('"ts": "2026-11-22T10:00:00.000000Z"', '"ts": null'),
+        good[0].replace('"kind": "partition"', '"kind": "broker"'),
+        good[0].replace('"topic": "t"', '"topic": null'),
+        good[0].replace('"to_state": "NewPartition"', '"to_state": "Sideways"'),
+    ]
+    a = analyze_lines(spark, tmp_path, [*good[:1], *bad, "", *good[1:]])
+    from controller.analytics.outputs import bad_records
+
+    rows = bad_records(a.timeline).collect()
+    assert sorted(r.reason for r in rows) == sorted([
+        "unparseable", "unparseable", "unparseable", "missing ts", "unknown kind",
+        "missing topic or partition", "unknown partition state",
+    ])
+    assert {r.raw for r in rows if r.reason == "unparseable"} >= {bad[0], bad[1]}
+    assert all(r.source_file.endswith("log.jsonl") for r in rows)
+    assert a.timeline.where("live").count() == len(good)
+    assert a["availability_summary"].where("topic is null").collect()[0].partitions == 1
+
+
+def test_cluster_from_record_or_file_name(spark, tmp_path: Path) -> None:
+    from controller.analytics.ingest import clean, read_logs
+
+    named = Log(cluster=None)
+    named.create(0, "t", 0, [1])
+    (tmp_path / "prod-eu-1.jsonl").write_text("\n".join(named.lines) + "\n")
+    hive = tmp_path / "logs" / "cluster=blue"
+    hive.mkdir(parents=True)
+    (hive / "state-change.log").write_text("\n".join(named.lines) + "\n")
+    (tmp_path / "state-change.log.3").write_text("\n".join(named.lines) + "\n")
+    tagged = Log(cluster="green")
+    tagged.create(0, "t", 0, [1])
+    (tmp_path / "whatever.jsonl").write_text("\n".join(tagged.lines) + "\n")
+    paths = [str(tmp_path / "*.jsonl"), str(hive / "state-change.log"),
+             str(tmp_path / "state-change.log.3")]
+    got = {r.cluster for r in clean(read_logs(spark, paths)).select("cluster").collect()}
+    assert got == {"prod-eu-1", "blue", "default", "green"}
+
+
+def test_two_clusters_are_analysed_apart(spark, tmp_path: Path) -> None:
+    one, two = Log(cluster="a"), Log(cluster="b")
+    for log, outage in ((one, 10), (two, 30)):
+        log.create(0, "t", 0, [1, 2])  # same topic name, same controller id and seqs
+        log.offline(100, "t", 0, [1])
+        log.online(100 + outage, "t", 0, leader=2, isr=[2])
+    a = analyze_lines(spark, tmp_path, one.lines + two.lines)
+    got = {(r.cluster, r.duration_s) for r in a["unavailability_windows"].collect()}
+    assert got == {("a", 10.0), ("b", 30.0)}
+    assert a.timeline.where("dup").count() == 0

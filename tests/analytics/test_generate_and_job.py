@@ -1,0 +1,138 @@
+"""The synthetic log generator, the whole job end to end, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from controller.analytics.generate import Noise, generate
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _records(path: Path) -> tuple[list[dict], int]:
+    good, bad = [], 0
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(record.get("seq"), int):
+            good.append(record)
+        else:
+            bad += 1
+    return good, bad
+
+
+def test_generator_writes_a_realistic_log(tmp_path: Path) -> None:
+    out = tmp_path / "log.jsonl"
+    result = generate(40_000, out, clusters=2, seed=5)
+    good, bad = _records(out)
+    assert result.lines == 40_000 == len(good) + bad
+    assert {r["cluster"] for r in good} == {"prod-eu-1", "prod-us-1"}
+    kinds = Counter(r["kind"] for r in good)
+    assert kinds["partition"] and kinds["replica"] and kinds["controller"]
+    elections = Counter(r["election"] for r in good if r["election"])
+    assert {"offline", "controlled_shutdown", "preferred"} <= set(elections)
+    states = Counter(r["to_state"] for r in good if r["kind"] == "partition")
+    assert states["OfflinePartition"] > 0 and states["NonExistentPartition"] >= 0
+    events = {r["event"] for r in good}
+    assert {"BrokerChange", "ControlledShutdown", "IsrChangeNotification",
+            "TopicChange"} <= events
+    for r in good:
+        if r["kind"] == "partition" and r["to_state"] == "OnlinePartition" \
+                and r["result"] == "ok":
+            assert r["leader"] >= 0  # an online partition always has a leader
+    # Per controller process and epoch, seq only grows (before the injected disorder).
+    assert len({(r["cluster"], r["controller_id"], r["controller_epoch"], r["seq"])
+                for r in good}) >= len(good) - 200
+
+
+def test_generator_is_deterministic_and_noise_is_optional(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    generate(5_000, a, seed=9, noise=Noise.none())
+    generate(5_000, b, seed=9, noise=Noise.none())
+    assert a.read_bytes() == b.read_bytes()
+    good, bad = _records(a)
+    assert bad == 0
+    keys = [(r["cluster"], r["controller_epoch"], r["seq"]) for r in good]
+    assert len(set(keys)) == len(keys)  # no duplicates without noise
+
+
+def test_generator_directory_mode_without_cluster_field(tmp_path: Path) -> None:
+    out = tmp_path / "logs"
+    out.mkdir()
+    result = generate(3_000, out, clusters=3, write_cluster=False, noise=Noise.none())
+    assert sorted(p.name for p in result.paths) == [
+        "prod-eu-1.jsonl", "prod-us-1.jsonl", "staging-1.jsonl"]
+    good, _ = _records(result.paths[0])
+    assert "cluster" not in good[0]
+
+
+@pytest.mark.spark
+def test_job_end_to_end(spark, tmp_path: Path) -> None:
+    from controller.analytics.job import JobConfig, analyze
+    from controller.analytics.outputs import CATALOGUE
+
+    log = tmp_path / "in" / "log.jsonl"
+    generate(20_000, log, clusters=2, seed=3, days=3)
+    out = tmp_path / "out"
+    result = analyze(spark, JobConfig(inputs=[str(tmp_path / "in")], output=str(out)))
+    for name, by_date, _ in CATALOGUE:
+        assert (out / name).is_dir(), name
+        if by_date:
+            df = spark.read.parquet(str(out / name))
+            assert "dt" in df.columns, name
+    windows = spark.read.parquet(str(out / "unavailability_windows"))
+    assert windows.count() > 0
+    assert any(p.name.startswith("dt=") for p in (out / "unavailability_windows").iterdir())
+    assert spark.read.parquet(str(out / "bad_records")).count() == result.bad
+    html = (out / "report.html").read_text()
+    assert html.count("<svg") >= 4 and "Partition availability" in html
+    assert "prod-eu-1" in result.summary and "availability" in result.summary
+    summary = json.loads((out / "summary.json").read_text())
+    assert sum(c["lines"] for c in summary["clusters"]) == 20_000
+    assert len(result.clusters) == 2
+    assert all(c.records > 0 for c in result.clusters)
+
+
+def test_cli_help_does_not_need_pyspark() -> None:
+    code = (
+        "import sys; from controller.cli.main import build_parser; "
+        "build_parser().parse_args(['analyze', 'run', '--input', 'x', '--output', 'y']); "
+        "print('pyspark' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"
+
+
+def test_cli_generate_and_package(tmp_path: Path) -> None:
+    from controller.analytics.cli import main
+
+    assert main(["generate", "--records", "500", "--out", str(tmp_path / "g.jsonl")]) == 0
+    assert len((tmp_path / "g.jsonl").read_text().splitlines()) == 500
+    assert main(["package", "--out", str(tmp_path / "dist")]) == 0
+    with zipfile.ZipFile(tmp_path / "dist" / "zk_controller_analytics.zip") as zf:
+        names = set(zf.namelist())
+    assert {"controller/__init__.py", "controller/analytics/job.py",
+            "controller/analytics/transforms/timeline.py"} <= names
+    assert not any(n.startswith("controller/cli/") for n in names)
+    entry = (tmp_path / "dist" / "analyze_main.py").read_text()
+    assert "controller.analytics.cli" in entry
+
+
+def test_cli_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    from controller.analytics.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "--input", "x", "--output", "y", "--from", "yesterday"])
+    assert main(["run", "--input", "x", "--output", "y", "--from", "2026-02-01",
+                 "--to", "2026-01-01"]) == 2
