@@ -31,6 +31,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.retry import KazooRetry
 
+from controller.zk.kazoo_port import KazooPort
 from controller.zk.server import (
     LocalEnsemble,
     LocalZooKeeper,
@@ -97,12 +98,14 @@ def zk_connect(zk_server: ZooKeeperHandle) -> Iterator[str]:
         client.close()
     yield f"{zk_server.hosts}{chroot}"
     with contextlib.suppress(Exception):  # best effort: the test may have broken the server
-        client = _admin_client(zk_server.hosts)
+        # KazooPort's recursive delete lists the tree with multi-read and deletes in multis:
+        # seconds faster than kazoo's node-by-node delete for tests that leave big trees.
+        port = KazooPort(zk_server.hosts, session_timeout=10.0)
+        port.start(timeout=10)
         try:
-            client.delete(chroot, recursive=True)
+            port.delete(chroot, recursive=True)
         finally:
-            client.stop()
-            client.close()
+            port.stop()
 
 
 @pytest.fixture

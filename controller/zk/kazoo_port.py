@@ -193,6 +193,12 @@ class KazooPort:
                 "ZooKeeper rejected this client's authentication (check zookeeper.auth.* "
                 "against the server's configuration)"
             ) from exc
+        except errors.ConnectionLossError as exc:
+            self.stop()  # e.g. SASL against a server that does not offer it: no answer at all
+            raise errors.ConnectionLossError(
+                "no answer from ZooKeeper while authenticating (does the server offer the "
+                "configured zookeeper.auth.scheme?)"
+            ) from exc
 
     def stop(self) -> None:
         """Close the session (ephemerals go at once, listeners get LOST) and free the socket."""

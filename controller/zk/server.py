@@ -182,6 +182,24 @@ def server_mode(host: str, port: int, timeout: float = 2.0) -> str | None:
     return None  # "This ZooKeeper instance is not currently serving requests"
 
 
+def _all_threads_stopped(pid: int) -> bool:
+    """True when every thread of ``pid`` is in state T (stopped), per /proc (Linux)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True  # no /proc (or the process is gone): nothing more to wait for
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                # The state follows the parenthesised command name, which may contain spaces.
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("T", "t"):
+            return False
+    return True
+
+
 def _tail(path: Path, lines: int) -> str:
     try:
         with path.open("rb") as handle:
@@ -425,10 +443,18 @@ class LocalZooKeeper(_Managed):
         if self._temp_dir is not None:
             self._cleanup()
 
-    def freeze(self) -> None:
-        """SIGSTOP the JVM: it keeps its sockets but answers nothing (an outage / GC pause)."""
+    def freeze(self, timeout: float = 5.0) -> None:
+        """SIGSTOP the JVM: it keeps its sockets but answers nothing (an outage / GC pause).
+
+        Returns once every JVM thread is stopped: SIGSTOP is delivered asynchronously, and a
+        reply could otherwise still slip out after freeze() returned.
+        """
         self._signal(signal.SIGSTOP)
         self._frozen = True
+        assert self._proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not _all_threads_stopped(self._proc.pid):
+            time.sleep(0.005)
 
     def thaw(self) -> None:
         self._signal(signal.SIGCONT)
