@@ -138,8 +138,13 @@ class AssignmentRequest:
     """Somebody asked for a topic or assignment change.
 
     ``kind``: ``create`` and ``add_partitions`` (``partitions`` maps each new partition to its
-    replicas), ``reassign`` (``partitions`` maps each partition to its target; a cancellation
-    needs no request: it returns to an assignment already allowed), ``delete``."""
+    replicas), ``reassign`` (``partitions`` maps each partition to its target), ``cancel``
+    (``partitions``' keys: the partitions whose reassignment is cancelled), ``delete``.
+
+    A cancellation returns a partition to its original replicas in the order they have in
+    the reassigning replica list (Kafka's ``originalReplicas``: replicas minus adding ones),
+    which may differ from the original order: after one, any order of an allowed replica set
+    is explained."""
 
     kind: str
     topic: str
@@ -176,6 +181,7 @@ class PartitionView:
 @dataclass(slots=True)
 class _TopicHistory:
     allowed: dict[int, set[tuple[int, ...]]] = field(default_factory=dict)
+    any_order: set[int] = field(default_factory=set)  # partitions with a cancellation
     deletion_requested: bool = False
     topic_id: str | None = None
 
@@ -221,6 +227,11 @@ class Checker:
     @property
     def ok(self) -> bool:
         return not self.violations()
+
+    @property
+    def flagged(self) -> int:
+        """How many violations were found at once so far (cheap; excludes pending checks)."""
+        return len(self._found)
 
     # -- controller writes -----------------------------------------------------------------
 
@@ -298,6 +309,9 @@ class Checker:
                 return  # a request about an unknown topic changes nothing
             for p, replicas in request.partitions.items():
                 history.allowed.setdefault(p, set()).add(tuple(replicas))
+        elif request.kind == "cancel":
+            if history is not None:
+                history.any_order.update(request.partitions)
         elif request.kind == "delete":
             if history is not None:
                 history.deletion_requested = True
@@ -331,17 +345,21 @@ class Checker:
             for p in sorted(set(history.allowed) - set(snapshot.partitions)):
                 self._flag(ASSIGNMENT_CHANGED, f"{where}: partition {p} disappeared")
         for p, seen in sorted(snapshot.partitions.items()):
-            problem = _unexplained(seen, history.allowed.get(p))
+            problem = _unexplained(seen, history.allowed.get(p), p in history.any_order)
             if problem is not None:
                 self._flag(ASSIGNMENT_CHANGED, f"{where} partition {p}: {problem}")
 
 
-def _unexplained(seen: PartitionAssignment, allowed: set[tuple[int, ...]] | None) -> str | None:
+def _unexplained(
+    seen: PartitionAssignment, allowed: set[tuple[int, ...]] | None, any_order: bool
+) -> str | None:
     if allowed is None:
         return f"appeared with replicas {list(seen.replicas)} but nobody added it"
     if not seen.adding and not seen.removing:
         if seen.replicas in allowed:
             return None
+        if any_order and any(sorted(seen.replicas) == sorted(a) for a in allowed):
+            return None  # back to the original replicas after a cancellation
         return (
             f"replicas {list(seen.replicas)} are none of the requested assignments "
             f"{sorted(list(a) for a in allowed)}"

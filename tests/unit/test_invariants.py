@@ -185,6 +185,21 @@ def test_unrequested_changes_are_flagged(timeline: list, words: str) -> None:
     assert words in found[0].message
 
 
+def test_a_cancelled_reassignment_may_reorder_the_original_replicas() -> None:
+    reassigning = snap(p0=PartitionAssignment((2, 3, 1), (3,), (1,)), p1=(2, 3))
+    back = snap(p0=(2, 1), p1=(2, 3))  # Kafka's originalReplicas: RS minus adding, RS order
+    reassign = AssignmentRequest("reassign", "t", {0: (2, 3)})
+    assert names(inv.check_assignments([CREATE, reassign, reassigning, back])) == [
+        inv.ASSIGNMENT_CHANGED
+    ]
+    cancel = AssignmentRequest("cancel", "t", {0: ()})
+    assert inv.check_assignments([CREATE, reassign, reassigning, cancel, back]) == []
+    other = snap(p0=(2, 4), p1=(2, 3))
+    assert names(inv.check_assignments([CREATE, reassign, cancel, other])) == [
+        inv.ASSIGNMENT_CHANGED
+    ]
+
+
 def test_partitions_reverted_during_deletion_are_explained() -> None:
     timeline = [
         CREATE,
