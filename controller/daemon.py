@@ -38,8 +38,16 @@ from controller.http_server import ControllerHttpServer, Readiness, start_http_s
 from controller.logs import configure_logging, set_level
 from controller.metrics import ControllerMetrics
 from controller.rpc.admin_service import AdminServicer
-from controller.rpc.server import ControllerGrpcServer, follow_active_state
+from controller.rpc.server import (
+    ADMIN_SERVICE,
+    CONTROLLER_SERVICE,
+    ControllerGrpcServer,
+    follow_active_state,
+)
 from controller.rpc.service import ControllerServicer
+from controller.security import authz
+from controller.security.acls import zk_security_from_config
+from controller.security.tls import ClientTls, client_tls, server_tls
 from controller.state_change_log import StateChangeLog
 from controller.zk import paths
 from controller.zk.endpoints import ControllerEndpoint, encode_controller_endpoint
@@ -65,10 +73,14 @@ class ControllerDaemon:
             configure_logging(config.log_level, config.log_format)
         self.state_change_log = StateChangeLog(config.state_change_log_file, config.controller_id)
         self.metrics = ControllerMetrics(controller_id=config.controller_id)
+        # Security (controller.security): all off by default. Bad credentials or TLS files
+        # raise here (CredentialsError / TlsConfigError), before anything starts.
+        self.zk_security = zk_security_from_config(config)
         self.port = KazooPort(
             config.zookeeper_connect,
             session_timeout=config.zookeeper_session_timeout_ms / 1000,
             observer=self.metrics,
+            **self.zk_security.port_options(),
         )
         self.metrics.set_session_state_source(lambda: self.port.state.value)
         self.channel = ControllerChannelManager(
@@ -76,6 +88,7 @@ class ControllerDaemon:
             config.broker_listener_name,
             request_timeout_s=max(config.request_timeout_ms, 1) / 1000,
             metrics_hooks=self.metrics,
+            tls=_broker_client_tls(config),
         )
         self.controller = Controller(
             config,
@@ -84,7 +97,21 @@ class ControllerDaemon:
             state_change_log=self.state_change_log,
             metrics=self.metrics,
         )
-        self.grpc = ControllerGrpcServer(str(config.grpc_listen))
+        self.grpc = ControllerGrpcServer(
+            str(config.grpc_listen),
+            tls=server_tls(
+                config.grpc_tls_cert_file,
+                config.grpc_tls_key_file,
+                config.grpc_tls_ca_file,
+                client_auth_required=config.grpc_tls_client_auth == "required",
+            ),
+            interceptors=authz.interceptors(
+                {
+                    ADMIN_SERVICE: authz.parse_principals(config.admin_allowed_principals),
+                    CONTROLLER_SERVICE: authz.parse_principals(config.broker_allowed_principals),
+                }
+            ),
+        )
         self.grpc.add_controller_service(ControllerServicer(self.controller))
         self.grpc.add_admin_service(AdminServicer(self.controller))
         self.http: ControllerHttpServer | None = None
@@ -119,6 +146,8 @@ class ControllerDaemon:
             zookeeper=self.config.zookeeper_connect,
             metrics_url=f"{self.http.url}/metrics",
             grpc=self.grpc.address,
+            grpc_tls=self.grpc.tls is not None,
+            **self.zk_security.describe(),
         )
 
     def _create_chroot_if_necessary(self) -> None:
@@ -130,6 +159,7 @@ class ControllerDaemon:
         root = KazooPort(
             ",".join(str(h) for h in hosts),
             session_timeout=self.config.zookeeper_session_timeout_ms / 1000,
+            **self.zk_security.port_options(),  # the chroot gets Kafka's ACL too
         )
         root.start(timeout=self.config.zookeeper_connection_timeout_ms / 1000)
         try:
@@ -270,6 +300,14 @@ class ControllerDaemon:
             changed={s.name: getattr(merged, s.attr) for s in dynamic},
         )
         return tuple(s.name for s in dynamic)
+
+
+def _broker_client_tls(config: ControllerConfig) -> ClientTls | None:
+    """The controller's side of TLS to brokers: trust the CA file, present our certificate
+    (Kafka's controller uses its one keystore both ways). None: nothing configured."""
+    if config.grpc_tls_ca_file is None and config.grpc_tls_cert_file is None:
+        return None
+    return client_tls(config.grpc_tls_ca_file, config.grpc_tls_cert_file, config.grpc_tls_key_file)
 
 
 def _advertised(host: str) -> str:

@@ -11,6 +11,9 @@ registered endpoint for the configured listener (``CONTROLLER`` by default), tak
 * ``remove_broker`` stops the thread (aborting the call in flight) and discards the queue.
 * A broker without the configured listener is registered but has no sender: its requests are
   dropped and logged as errors (a configuration problem to fix, not to retry).
+* The channel is TLS when the broker registered that listener with security protocol SSL
+  (Kafka's ``listener_security_protocol_map``), with the controller's ``ClientTls`` (trust and
+  client certificate, reloaded when the files change); plaintext otherwise.
 
 All map access is serialised by one lock; threads are stopped outside it, so that a response
 callback running on a sender thread can never deadlock against ``remove_broker``.
@@ -33,11 +36,13 @@ from controller.channel.sender import (
     RequestSendThread,
     ResponseCallback,
 )
-from controller.core.model import Broker, BrokerAndEpoch
+from controller.core.model import Broker, BrokerAndEpoch, EndPoint
+from controller.security.tls import PLAINTEXT, ChannelOpener, ClientTls, TlsFiles
 
 log = structlog.get_logger("controller.channel")
 
 DEFAULT_LISTENER = "CONTROLLER"
+TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 
 
 @dataclass(slots=True)
@@ -56,6 +61,7 @@ class ControllerChannelManager:
         metrics_hooks: ChannelMetricsHooks | None = None,
         *,
         reconnect_backoff_s: float = RECONNECT_BACKOFF_S,
+        tls: ClientTls | None = None,
     ) -> None:
         if request_timeout_s <= 0:
             raise ValueError(f"request_timeout_s must be positive, got {request_timeout_s}")
@@ -64,6 +70,7 @@ class ControllerChannelManager:
         self.request_timeout_s = request_timeout_s
         self._metrics: ChannelMetricsHooks = metrics_hooks or NoMetrics()
         self._backoff = reconnect_backoff_s
+        self._tls_opener = ChannelOpener(tls) if tls is not None else None
         self._lock = threading.Lock()  # Kafka's brokerLock
         self._brokers: dict[int, _BrokerState] = {}
 
@@ -98,6 +105,7 @@ class ControllerChannelManager:
                     request_timeout_s=self.request_timeout_s,
                     metrics=self._metrics,
                     reconnect_backoff_s=self._backoff,
+                    channel_opener=self._opener_for(broker.id, endpoint),
                 )
             self._brokers[broker.id] = _BrokerState(broker, broker_epoch, sender)
             if sender is not None:
@@ -109,6 +117,19 @@ class ControllerChannelManager:
             broker_epoch=broker_epoch,
             target=endpoint.address if endpoint else None,
         )
+
+    def _opener_for(self, broker_id: int, endpoint: EndPoint) -> ChannelOpener:
+        if endpoint.security_protocol not in TLS_PROTOCOLS:
+            return PLAINTEXT
+        if self._tls_opener is None:
+            # No grpc.tls.* configured: trust the system's roots, present no certificate.
+            log.warning(
+                "broker's controller listener is SSL but grpc.tls.ca.file is not set; "
+                "verifying it against the system's CA roots",
+                broker_id=broker_id,
+            )
+            self._tls_opener = ChannelOpener(ClientTls(TlsFiles()))
+        return self._tls_opener
 
     def remove_broker(self, broker_id: int) -> None:
         """Stop the broker's sender and discard its queued requests."""

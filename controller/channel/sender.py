@@ -28,6 +28,7 @@ import structlog
 from controller.api import MESSAGE_SIZE_OPTIONS
 from controller.api.errors import error_name
 from controller.api.v1 import broker_pb2, broker_pb2_grpc
+from controller.security.tls import PLAINTEXT, ChannelOpener
 
 log = structlog.get_logger("controller.channel")
 
@@ -142,10 +143,13 @@ class RequestSendThread(threading.Thread):
         request_timeout_s: float,
         metrics: ChannelMetricsHooks,
         reconnect_backoff_s: float = RECONNECT_BACKOFF_S,
+        channel_opener: ChannelOpener = PLAINTEXT,
     ) -> None:
         super().__init__(
             name=f"Controller-{controller_id}-to-broker-{broker_id}-send-thread", daemon=True
         )
+        # Plaintext or TLS, per the broker's listener security protocol (controller.security).
+        self._opener = channel_opener
         self.broker_id = broker_id
         self.target = target
         self._timeout = request_timeout_s
@@ -261,7 +265,7 @@ class RequestSendThread(threading.Thread):
             if self._stopping.is_set():
                 return None
             if self._stub is None:
-                self._channel = grpc.insecure_channel(
+                self._channel = self._opener.open(
                     self.target,
                     options=[*MESSAGE_SIZE_OPTIONS, ("grpc.use_local_subchannel_pool", 1)],
                 )

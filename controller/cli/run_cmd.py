@@ -77,11 +77,19 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(args.config, flags={**flags, "zookeeper.connect": embedded.hosts})
 
     from controller.daemon import ControllerDaemon
+    from controller.security.acls import CredentialsError
+    from controller.security.tls import TlsConfigError
 
     final_flags = {**flags, "zookeeper.connect": config.zookeeper_connect} if embedded else flags
-    daemon = ControllerDaemon(
-        config, reload_config=lambda: load_config(args.config, flags=final_flags)
-    )
+    try:
+        daemon = ControllerDaemon(
+            config, reload_config=lambda: load_config(args.config, flags=final_flags)
+        )
+    except (CredentialsError, TlsConfigError) as error:  # unreadable secrets or certificates
+        print(f"security configuration: {error}", file=sys.stderr)
+        if embedded is not None:
+            embedded.close()
+        return 2
     try:
         daemon.run_forever()
     finally:

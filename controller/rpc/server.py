@@ -8,10 +8,16 @@ server reflection (so ``grpcurl`` works).
 Servicers are thin: they turn a request into a controller event, wait for the event thread to
 answer within the RPC's deadline, and map "not the controller" to NOT_CONTROLLER with the
 active controller's id in trailing metadata.
+
+Security (``controller.security``): with ``tls`` the listener is TLS (mutual TLS when the
+``ServerTls`` requires client certificates; the certificate is reloaded when its files
+change), and ``interceptors`` (``authz``) decide which certificate principals may call
+AdminService and ControllerService. Without them the listener is plaintext, as before.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent import futures
 from typing import TYPE_CHECKING
 
@@ -20,6 +26,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
+from controller.security.tls import ServerTls, add_port
 
 if TYPE_CHECKING:
     from controller.core.controller import Controller
@@ -29,11 +36,21 @@ ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 
 
 class ControllerGrpcServer:
-    def __init__(self, address: str, *, max_workers: int = 8) -> None:
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
+    def __init__(
+        self,
+        address: str,
+        *,
+        max_workers: int = 8,
+        tls: ServerTls | None = None,
+        interceptors: Sequence[grpc.ServerInterceptor] = (),
+    ) -> None:
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=max_workers), interceptors=list(interceptors)
+        )
         self.health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
-        self.port = self._server.add_insecure_port(address)
+        self.tls = tls
+        self.port = add_port(self._server, address, tls)
         if self.port == 0:
             raise OSError(f"cannot bind the gRPC listener to {address}")
         host = address.rsplit(":", 1)[0]
