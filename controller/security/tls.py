@@ -351,7 +351,7 @@ def server_tls(
         if client_auth_required:
             raise TlsConfigError("client authentication needs TLS (a certificate and key file)")
         return None
-    files = TlsFiles(_path(cert_file), _path(key_file), _path(ca_file))
+    files = TlsFiles(as_path(cert_file), as_path(key_file), as_path(ca_file))
     return ServerTls(files, client_auth_required=client_auth_required)
 
 
@@ -363,12 +363,12 @@ def client_tls(
     server_name_override: str | None = None,
 ) -> ClientTls:
     return ClientTls(
-        TlsFiles(_path(cert_file), _path(key_file), _path(ca_file)),
+        TlsFiles(as_path(cert_file), as_path(key_file), as_path(ca_file)),
         server_name_override=server_name_override,
     )
 
 
-def _path(value: Path | str | None) -> Path | None:
+def as_path(value: Path | str | None) -> Path | None:
     return None if value is None or value == "" else Path(value)
 
 
@@ -377,3 +377,35 @@ def add_port(server: grpc.Server, address: str, tls: ServerTls | None) -> int:
     if tls is None:
         return server.add_insecure_port(address)
     return server.add_secure_port(address, tls.credentials())
+
+
+@dataclass(frozen=True, slots=True)
+class TlsSettings:
+    """One process's TLS files, used both ways (as Kafka's single keystore and truststore):
+    its server presents ``cert_file`` and verifies clients against ``ca_file`` when
+    ``client_auth_required``; its client channels trust ``ca_file`` and present ``cert_file``."""
+
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    ca_file: Path | None = None
+    client_auth_required: bool = False
+    server_name_override: str | None = None
+
+    def server(self) -> ServerTls | None:
+        return server_tls(
+            self.cert_file,
+            self.key_file,
+            self.ca_file,
+            client_auth_required=self.client_auth_required,
+        )
+
+    def client(self) -> ClientTls:
+        return client_tls(
+            self.ca_file,
+            self.cert_file,
+            self.key_file,
+            server_name_override=self.server_name_override,
+        )
+
+    def opener(self) -> ChannelOpener:
+        return ChannelOpener(self.client())
