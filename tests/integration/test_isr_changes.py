@@ -578,20 +578,32 @@ def test_isr_change_notifications_refresh_the_cache_tell_brokers_and_are_deleted
     )
 
 
-def test_malformed_isr_change_notifications_are_deleted_and_nothing_is_lost(cluster):
+def test_malformed_isr_change_notifications_are_deleted_and_nothing_is_lost(cluster, capfd):
     steady_cluster(cluster)
     daemon = cluster.active_controller()
     version = write_behind_the_controllers_back(cluster, T0, isr=[1, 2])
-    for data in (
-        b"not json at all",
-        b'{"version":1,"partitions":"t-0"}',  # wrong shape
-        b'{"version":1,"partitions":[{"topic":"t"}]}',  # no partition number
-        b'{"version":1,"partitions":[{"topic":"gone","partition":0}]}',  # unknown topic
-        b"",  # empty
-    ):
+    malformed = [
         cluster.zk.create(paths.ISR_CHANGE_CREATE_PATH, data, sequence=True)
+        for data in (
+            b"not json at all",
+            b'{"version":1,"partitions":"t-0"}',  # wrong shape
+            b'{"version":1,"partitions":[{"topic":"t"}]}',  # no partition number
+            b"",  # empty
+        )
+    ]
+    # Well-formed, but about a topic that does not exist.
+    cluster.zk.create(
+        paths.ISR_CHANGE_CREATE_PATH,
+        b'{"version":1,"partitions":[{"topic":"gone","partition":0}]}',
+        sequence=True,
+    )
     notify_isr_change(cluster, [T0])  # the one good notification among them
     wait_until(lambda: isr_notifications(cluster) == [], what="every notification deleted")
+    # Each malformed one was logged, naming its znode.
+    logged = capfd.readouterr().out
+    for path in malformed:
+        assert f"path={path}" in logged or f"path='{path}'" in logged
+    assert "ignoring malformed ISR change notification" in logged
     assert (cached(cluster, T0).isr, cached(cluster, T0).partition_epoch) == ((1, 2), version)
     assert daemon.controller.is_active
     # Still serving: a new topic gets its leaders.

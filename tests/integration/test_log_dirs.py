@@ -149,20 +149,25 @@ def test_a_second_failed_dir_adds_to_the_first(cluster):
     assert cluster.state("t", 3)["isr"] == [2, 1, 3]
 
 
-def test_malformed_log_dir_notifications_are_deleted_and_nothing_is_lost(cluster):
+def test_malformed_log_dir_notifications_are_deleted_and_nothing_is_lost(cluster, capfd):
     start(cluster)
     daemon = cluster.active_controller()
     cluster.brokers[1].fail_log_dir(FAILED, notify=False)
-    for data in (
-        b"not json",
-        b'{"version":2,"broker":1,"event":1}',  # unknown version
-        b'{"version":1,"broker":"one","event":1}',  # not a number
-        b'{"version":1,"event":1}',  # no broker
-        b'{"version":1,"broker":1,"event":7}',  # not a LogDirFailure
-        b'{"version":1,"broker":99,"event":1}',  # a broker that is not registered
-        b"",
-    ):
+    malformed = [
         cluster.zk.create(paths.LOG_DIR_EVENT_CREATE_PATH, data, sequence=True)
+        for data in (
+            b"not json",
+            b'{"version":2,"broker":1,"event":1}',  # unknown version
+            b'{"version":1,"broker":"one","event":1}',  # not a number
+            b'{"version":1,"event":1}',  # no broker
+            b'{"version":1,"broker":1,"event":7}',  # not a LogDirFailure
+            b"",
+        )
+    ]
+    # Well-formed, from a broker that is not registered.
+    cluster.zk.create(
+        paths.LOG_DIR_EVENT_CREATE_PATH, b'{"version":1,"broker":99,"event":1}', sequence=True
+    )
     # The one well-formed notification, as broker 1 would have written it.
     cluster.zk.create(
         paths.LOG_DIR_EVENT_CREATE_PATH, b'{"version":1,"broker":1,"event":1}', sequence=True
@@ -170,6 +175,10 @@ def test_malformed_log_dir_notifications_are_deleted_and_nothing_is_lost(cluster
     wait_until(lambda: log_dir_events(cluster) == [], what="every notification deleted")
     assert_leadership_moved_off_the_failed_dir(cluster)
     assert daemon.controller.is_active
+    logged = capfd.readouterr().out
+    for path in malformed:
+        assert f"path={path}" in logged or f"path='{path}'" in logged
+    assert "ignoring log dir failures of brokers that are not registered" in logged
     cluster.create_topic("after", {0: [3, 2]})
     cluster.wait_state("after", 0, leader=3, isr=[3, 2])
 
