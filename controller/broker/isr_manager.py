@@ -148,7 +148,10 @@ class AlterPartitionManager:
             )
             self._thread.start()
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 1.0) -> None:
+        """Drop queued changes and stop. A request in flight is not waited for beyond
+        ``timeout`` (the thread is a daemon; its late answers only reach callbacks that check
+        the partition table first)."""
         with self._cond:
             self._stopping = True
             self._unsent.clear()
@@ -187,7 +190,9 @@ class AlterPartitionManager:
                     self._cond.wait_for(lambda: self._stopping, self._retry_backoff_s)
 
     def _send_once(self, items: list[AlterPartitionItem]) -> bool:
-        """Send the items in one request; False when nothing was answered (back off)."""
+        """Send the items in one request; False when any of them is still unanswered (the
+        caller backs off before resending, so a controller that keeps leaving a partition
+        out is not asked again in a busy loop)."""
         request = build_request(self.broker_id, self._broker_epoch(), items)
         self.requests_sent += 1
         try:
@@ -215,12 +220,12 @@ class AlterPartitionManager:
             self._count(error_name(response.error_code))
             return False
         answers = parse_response(response)
-        answered = False
+        answered_all = True
         for item in items:
             result = answers.get(_key(item))
             if result is None:
+                answered_all = False
                 continue  # left queued: resent with the next request
-            answered = True
             self._count(result.name if isinstance(result, Errors) else "NONE")
             with self._cond:
                 if self._unsent.get(item.tp) is item:
@@ -232,7 +237,7 @@ class AlterPartitionManager:
                 again = False
             if again:
                 self._resubmit_later(item)
-        return answered
+        return answered_all
 
     def _resubmit_later(self, item: AlterPartitionItem) -> None:
         # Kafka resubmits at once and sends after its 50 ms scheduling delay; without the
