@@ -115,15 +115,31 @@ class ControllerElection:
         if self._stopping:
             return
         ctl.active_controller_id = self._read_active_controller_id()
-        if ctl.active_controller_id != -1:
+        resume = ctl.is_active and ctl.context.epoch == 0
+        if ctl.active_controller_id != -1 and not resume:
             log.debug(
                 "a controller is already active", active_controller_id=ctl.active_controller_id
             )
             return
         try:
-            epoch, epoch_zk_version = ctl.gateway.register_controller_and_increment_epoch(
-                ctl.controller_id
-            )
+            if resume:
+                # /controller names us but we are not set up: we won an election on a new
+                # session while an event that began on the expired one was still running
+                # (kazoo reconnects on its own; Kafka's client waits for Expire to start), and
+                # the Expire that followed resigned. Nobody can have been elected since (our
+                # node exists), so /controller_epoch is still the epoch we won: take charge.
+                current = ctl.gateway.get_controller_epoch()
+                if current is None:
+                    raise ControllerMovedError("/controller_epoch vanished")
+                epoch, epoch_zk_version = current
+                log.warning(
+                    "holding /controller after a session expiry undid the failover; resuming",
+                    epoch=epoch,
+                )
+            else:
+                epoch, epoch_zk_version = ctl.gateway.register_controller_and_increment_epoch(
+                    ctl.controller_id
+                )
             ctl.context.epoch = epoch
             ctl.context.epoch_zk_version = epoch_zk_version
             ctl.active_controller_id = ctl.controller_id

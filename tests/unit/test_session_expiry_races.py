@@ -1,0 +1,42 @@
+"""Session expiries landing in the middle of an event (found by the simulator, controller.sim).
+
+Kafka's ZooKeeper client does not open a new session until ``Expire`` has started processing,
+so an event in progress can never act on the next session. kazoo reconnects on its own: the
+controller queues ``Expire`` when it hears of the lost session, but an event already running
+carries on, and its next calls go to the new session.
+"""
+
+from __future__ import annotations
+
+from controller.core.model import TopicPartition
+from controller.zk import codecs, paths
+from tests.harness import ControllerHarness, touches
+
+
+def test_an_election_won_on_the_next_session_is_resumed_after_expire() -> None:
+    """Simulation seed 89: the controller's session expires just before its election multi,
+    which then succeeds on the new session; ``Expire`` (queued meanwhile) resigns; the
+    following reelection finds /controller naming this controller and must take charge again
+    rather than believe it already is (it would be active with an empty context forever)."""
+    h = ControllerHarness(controller_id=100)
+    h.register_broker(1)
+    h.register_broker(2)
+    h.create_topic("t", {0: [1, 2]}, in_context=False)
+    h.port.before(
+        "multi",
+        lambda: h.zk.expire(h.port.inner, reconnect=True),
+        when=touches(paths.CONTROLLER),
+    )
+    h.start()
+
+    assert h.controller.is_active
+    owner = h.stat(paths.CONTROLLER)
+    assert owner is not None and owner.ephemeral_owner == h.port.session_id
+    epoch = codecs.decode_controller_epoch(h.read(paths.CONTROLLER_EPOCH) or b"")
+    assert h.ctx.epoch == epoch == 1  # resumed at the epoch it won, no second election
+    assert h.ctx.live_broker_ids() == {1, 2}
+    assert h.ctx.partition_leadership_info(TopicPartition("t", 0)) is not None
+    # Its watches are armed on the current session: a new topic is noticed.
+    h.create_topic("u", {0: [2]}, in_context=False)
+    h.drain()
+    assert h.zk_state(TopicPartition("u", 0)) is not None
