@@ -108,7 +108,22 @@ class ControllerElection:
             # repair or deletion of the node brings us back here.
             log.error("cannot read the active controller", path=exc.path, error=str(exc))
             return -2
-        return -1 if active is None else active
+        if active is None:
+            return -1
+        if active == self.ctl.controller_id:
+            stat = self.ctl.port.exists(paths.CONTROLLER)
+            if stat is not None and stat.ephemeral_owner != self.ctl.port.session_id:
+                # Our id, but not our session: a previous process of this controller whose
+                # session has not timed out yet (or a second process with the same id). It
+                # is not us: wait for the node to go (the watch is armed).
+                log.warning(
+                    "/controller names this controller id but another ZooKeeper session holds "
+                    "it; waiting for it to go",
+                    path=paths.CONTROLLER,
+                    owner_session=hex(stat.ephemeral_owner),
+                )
+                return -2
+        return active
 
     def elect(self) -> None:
         ctl = self.ctl

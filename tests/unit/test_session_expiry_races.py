@@ -40,3 +40,23 @@ def test_an_election_won_on_the_next_session_is_resumed_after_expire() -> None:
     h.create_topic("u", {0: [2]}, in_context=False)
     h.drain()
     assert h.zk_state(TopicPartition("u", 0)) is not None
+
+
+def test_a_node_of_a_previous_process_is_not_taken_for_our_own() -> None:
+    """A controller restarted before its previous process's session timed out finds
+    /controller naming its own id. It is not active (Kafka's elect would think it is, with an
+    empty context): it waits, and is elected once the old session ends."""
+    h = ControllerHarness(controller_id=100)
+    h.register_broker(1)
+    h.create_topic("t", {0: [1]}, in_context=False)
+    old = h.zk.open_session()
+    old.create(paths.CONTROLLER, codecs.encode_controller(100, 0), ephemeral=True)
+    h.start()
+
+    assert not h.controller.is_active
+    assert h.ctx.epoch == 0
+    assert h.zk_state(TopicPartition("t", 0)) is None  # nothing was done meanwhile
+    h.zk.expire(old, reconnect=False)  # the previous process's session times out
+    h.drain()
+    assert h.controller.is_active and h.ctx.epoch == 1
+    assert h.zk_state(TopicPartition("t", 0)) is not None
