@@ -4,6 +4,10 @@ The active controller's id is in Kafka's ``/controller``; its address is in our
 ``/zk-controller/controllers/<id>``. A call that lands on a node that is no longer active
 comes back with NOT_CONTROLLER and (usually) the new controller's id in trailing metadata;
 the client follows it, re-reading ZooKeeper when there is no hint, until its deadline.
+
+With TLS (``channel_opener``, ``controller.security``) the channels are TLS and follow
+certificate rotations. A refusal by the controller's authorization (PERMISSION_DENIED,
+UNAUTHENTICATED) is final: it raises ``ControllerAccessDeniedError`` at once.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import grpc
 
 from controller.api.errors import Errors, controller_hint
 from controller.api.v1 import admin_pb2_grpc, controller_pb2_grpc
+from controller.security.tls import PLAINTEXT, ChannelOpener
 from controller.zk import codecs, paths
 from controller.zk.endpoints import decode_controller_endpoint
 from controller.zk.errors import NoNodeError
@@ -28,10 +33,21 @@ class NoActiveControllerError(RuntimeError):
     """No controller is active (or none could be reached) before the deadline."""
 
 
+class ControllerAccessDeniedError(NoActiveControllerError):
+    """The controller refused this caller (its certificate principal): retrying cannot help.
+    A subclass so that callers reporting an unreachable controller report this too."""
+
+
+_DENIED = (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED)
+
+
 class ControllerClient:
-    def __init__(self, port: ZkPort, *, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, port: ZkPort, *, timeout_s: float = 30.0, channel_opener: ChannelOpener = PLAINTEXT
+    ) -> None:
         self._port = port
         self.timeout_s = timeout_s
+        self._opener = channel_opener
         self._channels: dict[str, grpc.Channel] = {}
 
     def close(self) -> None:
@@ -64,7 +80,7 @@ class ControllerClient:
     def _channel(self, address: str) -> grpc.Channel:
         channel = self._channels.get(address)
         if channel is None:
-            channel = grpc.insecure_channel(address)
+            channel = self._opener.open(address)
             self._channels[address] = channel
         return channel
 
@@ -97,7 +113,14 @@ class ControllerClient:
                     request, timeout=remaining
                 )
             except grpc.RpcError as exc:
+                if exc.code() in _DENIED:
+                    raise ControllerAccessDeniedError(
+                        f"controller {target} at {address} refused the call: "
+                        f"{exc.code().name}: {exc.details()}"
+                    ) from None
                 last_problem = f"controller {target} at {address}: {exc.code().name}"
+                if exc.details():
+                    last_problem += f" ({exc.details()})"
                 target = None
                 time.sleep(0.2)
                 continue

@@ -54,6 +54,7 @@ from controller.core.model import (
     LeaderRecoveryState,
     TopicPartition,
 )
+from controller.security.tls import PLAINTEXT, ChannelOpener
 
 log = structlog.get_logger("controller.broker.replication")
 
@@ -126,6 +127,8 @@ class ReplicationConfig:
     replica_fetch_interval_ms: int = DEFAULT_REPLICA_FETCH_INTERVAL_MS
     # The listener followers reach leaders on (LeaderAndIsr live_leaders carry that one).
     inter_broker_listener: str = "PLAINTEXT"
+    # How fetch channels to leaders are opened: plaintext, or TLS (controller.security).
+    channel_opener: ChannelOpener = PLAINTEXT
 
     def __post_init__(self) -> None:
         if self.replica_lag_time_max_ms <= 0:
@@ -594,7 +597,7 @@ class ReplicaFetcher:
     def _stub(self, address: str) -> broker_pb2_grpc.BrokerServiceStub:
         entry = self._channels.get(address)
         if entry is None:
-            channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+            channel = self.config.channel_opener.open(address, options=_CHANNEL_OPTIONS)
             entry = (channel, broker_pb2_grpc.BrokerServiceStub(channel))
             self._channels[address] = entry
         return entry[1]

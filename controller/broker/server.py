@@ -8,6 +8,11 @@ A broker that a zk-controller can control needs three things (docs/broker-protoc
    ``CONTROLLER://host:port`` = that server's address (``BrokerRegistrar``);
 3. to apply every request with the current broker epoch (the registration's czxid).
 
+With ``BrokerConfig.tls`` (``controller.security``) the gRPC server is TLS (mutual TLS when
+required), both listeners are registered with security protocol SSL (so the controller dials
+them with TLS), and the broker's own calls (AlterPartition and controlled shutdown to the
+controller, Fetch to leaders) use TLS with the same files. Without it, all is plaintext.
+
 Nothing here is global: a test or benchmark can run many ``BrokerServer`` objects in one
 process, each with its own port, state and (optionally shared) ZooKeeper session. Without a
 ZooKeeper port the server runs unregistered, with a fixed ``broker_epoch``; that mode exists
@@ -43,6 +48,7 @@ from controller.broker.shutdown import ControlledShutdownSettings
 from controller.broker.shutdown import controlled_shutdown as run_controlled_shutdown
 from controller.broker.state import ReplicaState
 from controller.core.model import UNKNOWN_BROKER_EPOCH, EndPoint, TopicPartition
+from controller.security.tls import PLAINTEXT, TlsSettings, add_port
 from controller.zk import paths
 from controller.zk.codecs import BrokerRegistration, encode_log_dir_event
 from controller.zk.port import ZkPort
@@ -92,6 +98,8 @@ class BrokerConfig:
     controlled_shutdown: ControlledShutdownSettings = field(
         default_factory=ControlledShutdownSettings
     )
+    # TLS files for the server and for the broker's own calls; None: plaintext.
+    tls: TlsSettings | None = None
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
@@ -116,10 +124,17 @@ class BrokerServer:
         self._health: health.HealthServicer | None = None
         self._registrar: BrokerRegistrar | None = None
         self._port = 0
+        # Built now so that unreadable certificates fail the construction, not a later call.
+        self._server_tls = config.tls.server() if config.tls else None
+        self._channel_opener = config.tls.opener() if config.tls else PLAINTEXT
         # Replication (controller.broker.replication): only a registered broker can
         # find the controller, so only it proposes ISR changes and runs its threads.
         self._controller_client = (
-            ControllerClient(zk, timeout_s=ALTER_PARTITION_TIMEOUT_S) if zk else None
+            ControllerClient(
+                zk, timeout_s=ALTER_PARTITION_TIMEOUT_S, channel_opener=self._channel_opener
+            )
+            if zk
+            else None
         )
         alter_partition = None
         if self._controller_client is not None:
@@ -135,6 +150,7 @@ class BrokerServer:
                 replica_lag_time_max_ms=config.replica_lag_time_max_ms,
                 replica_fetch_interval_ms=config.replica_fetch_interval_ms,
                 inter_broker_listener=config.inter_broker_listener,
+                channel_opener=self._channel_opener,
             ),
             alter_partition,
         )
@@ -162,7 +178,7 @@ class BrokerServer:
             (BROKER_SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
         )
         try:
-            port = server.add_insecure_port(self.config.listen)
+            port = add_port(server, self.config.listen, self._server_tls)
         except RuntimeError as exc:  # grpcio raises when it cannot bind
             raise OSError(f"broker {self.broker_id} cannot listen on {self.config.listen}") from exc
         if not port:
@@ -221,6 +237,7 @@ class BrokerServer:
             self.broker_id,
             lambda: self.state.broker_epoch,
             self.config.controlled_shutdown,
+            channel_opener=self._channel_opener,
         )
 
     def wait_for_termination(self, timeout: float | None = None) -> bool:
@@ -246,8 +263,9 @@ class BrokerServer:
         if not self._port:
             raise RuntimeError("the broker's port is known only once it is started")
         host = self.advertised_host
+        protocol = "SSL" if self._server_tls is not None else "PLAINTEXT"
         endpoints = tuple(
-            EndPoint(listener, host, self._port, "PLAINTEXT")
+            EndPoint(listener, host, self._port, protocol)
             for listener in (self.config.inter_broker_listener, self.config.controller_listener)
         )
         return BrokerRegistration(

@@ -26,6 +26,7 @@ import structlog
 from controller.admin.controller_client import ControllerClient, NoActiveControllerError
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import controller_pb2
+from controller.security.tls import PLAINTEXT, ChannelOpener
 from controller.zk.errors import MalformedZnodeError, ZkError
 from controller.zk.port import ZkPort
 
@@ -73,10 +74,15 @@ class ShutdownAttempt:
 
 
 def request_controlled_shutdown(
-    zk: ZkPort, broker_id: int, broker_epoch: int, timeout_s: float
+    zk: ZkPort,
+    broker_id: int,
+    broker_epoch: int,
+    timeout_s: float,
+    *,
+    channel_opener: ChannelOpener = PLAINTEXT,
 ) -> ShutdownAttempt:
     """One attempt against the active controller (following NOT_CONTROLLER)."""
-    client = ControllerClient(zk, timeout_s=timeout_s)
+    client = ControllerClient(zk, timeout_s=timeout_s, channel_opener=channel_opener)
     try:
         if client.active_controller_id() is None:
             # Kafka: "No controller present, will retry shutdown." -- no waiting here; the
@@ -103,6 +109,7 @@ def controlled_shutdown(
     settings: ControlledShutdownSettings,
     *,
     sleep: Callable[[float], None] = time.sleep,
+    channel_opener: ChannelOpener = PLAINTEXT,
 ) -> bool:
     """Kafka's broker loop; True when the controller moved every leadership away.
 
@@ -115,7 +122,11 @@ def controlled_shutdown(
     log.info("starting controlled shutdown", broker_id=broker_id)
     for attempt in range(1, settings.max_retries + 1):
         outcome = request_controlled_shutdown(
-            zk, broker_id, broker_epoch(), settings.request_timeout_ms / 1000
+            zk,
+            broker_id,
+            broker_epoch(),
+            settings.request_timeout_ms / 1000,
+            channel_opener=channel_opener,  # TLS to the controller when the broker has it
         )
         if outcome.succeeded:
             log.info("controlled shutdown succeeded", broker_id=broker_id, attempt=attempt)

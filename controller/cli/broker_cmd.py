@@ -4,6 +4,10 @@
 
 It serves ``zkcontroller.v1.BrokerService`` (plus gRPC health and reflection) and registers as
 ``/brokers/ids/N`` with ``CONTROLLER://`` and ``PLAINTEXT://`` endpoints on that address.
+Security: --zookeeper-auth-* / --zookeeper-set-acl authenticate the ZooKeeper session and put
+Kafka's ACLs on the znodes it creates; --tls-* make the gRPC server TLS (mutual with
+--tls-client-auth required) and register its listeners as SSL. Each flag defaults to the
+controller's ZKC_* environment variable of the same setting.
 SIGTERM or SIGINT stops it cleanly: a controlled shutdown first (the active controller moves
 this broker's leaderships away; Kafka's controlled.shutdown.* settings), then deregistration,
 the gRPC grace period, and the ZooKeeper session is closed. Exit codes: 0 on a requested stop,
@@ -36,6 +40,14 @@ from controller.broker.shutdown import (
     ControlledShutdownSettings,
 )
 from controller.logs import configure_logging
+from controller.security.acls import CredentialsError
+from controller.security.cli import (
+    add_tls_arguments,
+    add_zookeeper_security_arguments,
+    tls_settings_from_args,
+    zk_security_from_args,
+)
+from controller.security.tls import TlsConfigError
 from controller.zk.errors import ZkError
 from controller.zk.kazoo_port import KazooPort
 
@@ -149,6 +161,8 @@ def register(subparsers: Any) -> None:
         help="how often a follower fetches from its leader (default: %(default)s)",
     )
     parser.add_argument("--log-level", default="INFO", help="default: %(default)s")
+    add_zookeeper_security_arguments(parser)
+    add_tls_arguments(parser, server=True)
     parser.set_defaults(func=broker_command)
 
 
@@ -162,6 +176,13 @@ def broker_command(args: argparse.Namespace) -> int:
             "zk-controller broker: --broker-id and --session-timeout-ms must be positive",
             file=sys.stderr,
         )
+        return 2
+
+    try:
+        zk_security = zk_security_from_args(args)
+        tls = tls_settings_from_args(args)
+    except (CredentialsError, TlsConfigError) as exc:
+        print(f"zk-controller broker: {exc}", file=sys.stderr)
         return 2
 
     stop_requested = threading.Event()
@@ -184,9 +205,20 @@ def broker_command(args: argparse.Namespace) -> int:
             max_retries=args.controlled_shutdown_max_retries,
             retry_backoff_ms=args.controlled_shutdown_retry_backoff_ms,
         ),
+        tls=tls,
     )
-    zk = KazooPort(args.zookeeper, session_timeout=args.session_timeout_ms / 1000)
-    server = BrokerServer(config, zk)
+    zk = KazooPort(
+        args.zookeeper,
+        session_timeout=args.session_timeout_ms / 1000,
+        **zk_security.port_options(),
+    )
+    try:
+        server = BrokerServer(config, zk)
+    except TlsConfigError as exc:  # unreadable or mismatched certificate files
+        print(f"zk-controller broker: {exc}", file=sys.stderr)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        return 2
     try:
         try:
             zk.start()
