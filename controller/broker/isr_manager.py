@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import grpc
 import structlog
 
-from controller.admin.controller_client import NoActiveControllerError
+from controller.admin.controller_client import ControllerAccessDeniedError, NoActiveControllerError
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import controller_pb2
 from controller.core.model import LeaderAndIsr, LeaderRecoveryState, TopicPartition
@@ -36,6 +36,8 @@ log = structlog.get_logger("controller.broker.isr")
 # Kafka schedules a resend 50 ms after a failed AlterPartition; a little more here, because a
 # failed attempt through ControllerClient has already waited for its own deadline.
 DEFAULT_RETRY_BACKOFF_S = 0.1
+# After the controller's authorization refused us: retrying at once cannot help.
+ACCESS_DENIED_BACKOFF_S = 5.0
 
 # The answer for one partition: an error, or the partition's state after the change.
 Result = Errors | LeaderAndIsr
@@ -123,11 +125,13 @@ class AlterPartitionManager:
         send: Sender,
         *,
         retry_backoff_s: float = DEFAULT_RETRY_BACKOFF_S,
+        access_denied_backoff_s: float = ACCESS_DENIED_BACKOFF_S,
     ) -> None:
         self.broker_id = broker_id
         self._broker_epoch = broker_epoch
         self._send = send
         self._retry_backoff_s = retry_backoff_s
+        self._access_denied_backoff_s = access_denied_backoff_s
         self._cond = threading.Condition()
         self._unsent: dict[TopicPartition, AlterPartitionItem] = {}
         self._stopping = False
@@ -185,18 +189,29 @@ class AlterPartitionManager:
                 if self._stopping:
                     return
                 items = list(self._unsent.values())
-            if not self._send_once(items):
+            backoff = self._send_once(items)
+            if backoff:
                 with self._cond:
-                    self._cond.wait_for(lambda: self._stopping, self._retry_backoff_s)
+                    self._cond.wait_for(lambda: self._stopping, backoff)
 
-    def _send_once(self, items: list[AlterPartitionItem]) -> bool:
-        """Send the items in one request; False when any of them is still unanswered (the
-        caller backs off before resending, so a controller that keeps leaving a partition
-        out is not asked again in a busy loop)."""
+    def _send_once(self, items: list[AlterPartitionItem]) -> float:
+        """Send the items in one request; returns how long to wait before the next one: the
+        retry backoff when any item is still unanswered (so a controller that keeps leaving a
+        partition out is not asked again in a busy loop), 0 when all were answered."""
         request = build_request(self.broker_id, self._broker_epoch(), items)
         self.requests_sent += 1
         try:
             response = self._send(request)
+        except ControllerAccessDeniedError as exc:
+            # Our certificate is refused: only an operator (or a certificate rotation) fixes
+            # that. Keep trying, slowly and loudly.
+            log.error(
+                "AlterPartition refused by the controller's authorization; will retry",
+                broker_id=self.broker_id,
+                error=str(exc),
+                retry_in_s=self._access_denied_backoff_s,
+            )
+            return self._access_denied_backoff_s
         except (NoActiveControllerError, grpc.RpcError, OSError) as exc:
             log.info(
                 "AlterPartition not delivered; will resend",
@@ -204,10 +219,10 @@ class AlterPartitionManager:
                 partitions=[str(i.tp) for i in items],
                 error=str(exc),
             )
-            return False
+            return self._retry_backoff_s
         except Exception:
             log.exception("AlterPartition failed; will resend", broker_id=self.broker_id)
-            return False
+            return self._retry_backoff_s
         if response.error_code != Errors.NONE:
             # STALE_BROKER_EPOCH resolves itself once the controller caches our new epoch
             # (or we learn ours); NOT_CONTROLLER once the controller moved. Keep resending.
@@ -218,7 +233,7 @@ class AlterPartitionManager:
                 broker_epoch=request.broker_epoch,
             )
             self._count(error_name(response.error_code))
-            return False
+            return self._retry_backoff_s
         answers = parse_response(response)
         answered_all = True
         for item in items:
@@ -237,7 +252,7 @@ class AlterPartitionManager:
                 again = False
             if again:
                 self._resubmit_later(item)
-        return answered_all
+        return 0.0 if answered_all else self._retry_backoff_s
 
     def _resubmit_later(self, item: AlterPartitionItem) -> None:
         # Kafka resubmits at once and sends after its 50 ms scheduling delay; without the

@@ -5,11 +5,13 @@ recording manager, a scripted controller. End to end: tests/integration/test_isr
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 import grpc
 import pytest
 
+from controller.admin.controller_client import ControllerAccessDeniedError
 from controller.api.errors import Errors
 from controller.api.v1 import broker_pb2, controller_pb2
 from controller.broker.isr_manager import AlterPartitionItem, AlterPartitionManager
@@ -454,4 +456,25 @@ def test_manager_refuses_a_second_change_for_the_same_partition():
         assert not manager.submit(item(TP, []))
     finally:
         gate.set()
+        manager.stop()
+
+
+def test_manager_backs_off_longer_when_the_controller_denies_access():
+    def denied(request: object) -> object:
+        raise ControllerAccessDeniedError("controller 0 refused the call: PERMISSION_DENIED")
+
+    results: list = []
+    controller = ScriptedController(denied, answer)
+    manager = AlterPartitionManager(
+        1, lambda: 100, controller, retry_backoff_s=0.01, access_denied_backoff_s=0.5
+    )
+    manager.start()
+    try:
+        assert manager.submit(item(TP, results))
+        wait_until(lambda: len(controller.requests) == 1, timeout=5, what="first attempt")
+        started = time.monotonic()
+        assert controller.done.wait(5)
+        assert time.monotonic() - started >= 0.4  # not the 10 ms retry backoff
+        wait_until(lambda: results, timeout=5, what="answered after the backoff")
+    finally:
         manager.stop()
