@@ -478,7 +478,9 @@ class PartitionReassignments:
         }
         partitions[tp.partition] = assignment
         try:
-            self.ctl.gateway.set_topic_assignment(
+            # Merged with the znode: partitions added meanwhile must survive (the simulator
+            # found them lost with Kafka's blind rewrite of the cached assignment).
+            self.ctl.gateway.merge_topic_assignment(
                 TopicAssignment(tp.topic, ctx.topic_ids.get(tp.topic), partitions),
                 ctx.epoch_zk_version,
             )

@@ -288,6 +288,40 @@ class ZkGateway:
         if isinstance(result, ZkError):
             raise result
 
+    def merge_topic_assignment(self, assignment: TopicAssignment, epoch_zk_version: int) -> None:
+        """Fenced rewrite of ``/brokers/topics/T`` that keeps partitions the controller does
+        not know yet, conditional on the version it read (re-read on BADVERSION).
+
+        Kafka's ``setTopicAssignmentRaw`` writes the controller's cached assignment blindly, so
+        partitions an admin adds while the controller is about to rewrite the topic (a
+        reassignment step, a topic id) were lost: the controller never learns of them, since
+        its own write removes them before it reads the znode. Partitions in both keep the
+        controller's value (pitfall 13). ``NoNodeError`` when the topic znode is gone.
+        """
+        path = paths.topic_path(assignment.topic)
+        while True:
+            data, stat = self.port.get(path)
+            partitions = dict(assignment.partitions)
+            topic_id = assignment.topic_id
+            try:
+                current = codecs.decode_topic_assignment(assignment.topic, data, path)
+            except MalformedZnodeError:
+                current = None  # overwritten with the controller's view, as Kafka would
+            if current is not None:
+                for p, ra in current.partitions.items():
+                    partitions.setdefault(p, ra)
+                topic_id = topic_id or current.topic_id
+            merged = TopicAssignment(assignment.topic, topic_id, partitions)
+            result = self._writer.run_one(
+                [SetData(path, codecs.encode_topic_assignment(merged), stat.version)],
+                epoch_zk_version,
+            )
+            if isinstance(result, BadVersionError):
+                continue  # written meanwhile: merge with the new content
+            if isinstance(result, ZkError):
+                raise result
+            return
+
     def set_topic_assignments(
         self, assignments: Iterable[TopicAssignment], epoch_zk_version: int
     ) -> dict[str, ZkError | None]:

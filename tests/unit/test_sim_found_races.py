@@ -1,14 +1,16 @@
-"""Session expiries landing in the middle of an event (found by the simulator, controller.sim).
+"""Races found by the simulator (controller.sim), each replayed deterministically here.
 
-Kafka's ZooKeeper client does not open a new session until ``Expire`` has started processing,
-so an event in progress can never act on the next session. kazoo reconnects on its own: the
-controller queues ``Expire`` when it hears of the lost session, but an event already running
-carries on, and its next calls go to the new session.
+Session expiries landing in the middle of an event: Kafka's ZooKeeper client does not open a
+new session until ``Expire`` has started processing, so an event in progress can never act on
+the next session. kazoo reconnects on its own: the controller queues ``Expire`` when it hears
+of the lost session, but an event already running carries on, and its next calls go to the
+new session. And a controller write racing an admin write of the same topic znode.
 """
 
 from __future__ import annotations
 
-from controller.core.model import TopicPartition
+from controller.core.events import ApiPartitionReassignment
+from controller.core.model import ReplicaAssignment, TopicAssignment, TopicPartition
 from controller.zk import codecs, paths
 from tests.harness import ControllerHarness, touches
 
@@ -60,3 +62,40 @@ def test_a_node_of_a_previous_process_is_not_taken_for_our_own() -> None:
     h.drain()
     assert h.controller.is_active and h.ctx.epoch == 1
     assert h.zk_state(TopicPartition("t", 0)) is not None
+
+
+def test_partitions_added_while_a_reassignment_rewrites_the_topic_survive() -> None:
+    """Simulation seed 111: an admin adds a partition to /brokers/topics/t just before the
+    controller writes a reassignment step into the same znode. Kafka writes its cached
+    assignment blindly, which dropped the new partition for good (its own write removed it
+    before PartitionModifications read the znode). The write now merges with the znode."""
+    h = ControllerHarness(controller_id=5)
+    for b in (1, 2, 3):
+        h.register_broker(b)
+    h.start()
+    h.create_topic("t", {0: [1, 2]}, in_context=False)
+    h.drain()
+
+    def admin_adds_partition_1() -> None:
+        data = h.read(paths.topic_path("t"))
+        assert data is not None
+        current = codecs.decode_topic_assignment("t", data)
+        grown = dict(current.partitions)
+        grown[1] = ReplicaAssignment((3, 1))
+        h.admin.set(
+            paths.topic_path("t"),
+            codecs.encode_topic_assignment(TopicAssignment("t", current.topic_id, grown)),
+        )
+
+    topic_write = touches(f"path='{paths.topic_path('t')}'")
+    h.port.before("multi_many", admin_adds_partition_1, when=topic_write)
+    event = ApiPartitionReassignment(reassignments={TopicPartition("t", 0): (2, 3)})
+    h.put(event)
+    h.drain()
+
+    assert event.reply.result(0) == {TopicPartition("t", 0): None}
+    doc = codecs.decode_topic_assignment("t", h.read(paths.topic_path("t")) or b"")
+    assert doc.partitions[1].replicas == (3, 1)
+    assert doc.partitions[0].adding_replicas == (3,)  # the reassignment step was written too
+    assert h.zk_state(TopicPartition("t", 1)) is not None  # and the new partition created
+    assert h.ctx.partition_replica_assignment(TopicPartition("t", 1)) == (3, 1)
