@@ -1,9 +1,11 @@
 """A ZooKeeper session for admin commands (``--zookeeper`` / ``ZK_CONNECT``).
 
 Admin writes are not controller writes: like Kafka's ``AdminZkClient`` they are unfenced, and
-the controller reacts to them through its watches. The session is a plain ``KazooPort`` (no
-ACLs or SASL yet). A connect string whose chroot does not exist is refused: it almost always
-means a wrong connect string, and writing there would create a second, empty cluster tree.
+the controller reacts to them through its watches. The session is a ``KazooPort``; with a
+``ZkSecurity`` (``controller.security.acls``) it authenticates and creates znodes with Kafka's
+ACLs, as Kafka's admin tools do when ``zookeeper.set.acl`` is on. A connect string whose chroot
+does not exist is refused: it almost always means a wrong connect string, and writing there
+would create a second, empty cluster tree.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from contextlib import contextmanager
 
 from controller.admin.assignment import AdminError
 from controller.config import parse_zookeeper_connect
-from controller.zk.errors import ConnectionLossError
+from controller.security.acls import NO_ZK_SECURITY, ZkSecurity
+from controller.zk.errors import ConnectionLossError, NoAuthError
 from controller.zk.kazoo_port import KazooPort
 
 ZK_CONNECT_ENV = "ZK_CONNECT"
@@ -48,7 +51,9 @@ def resolve_connect(flag: str | None, environ: Mapping[str, str] | None = None) 
 
 @contextmanager
 def admin_session(
-    connect: str, session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    connect: str,
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+    security: ZkSecurity = NO_ZK_SECURITY,
 ) -> Iterator[KazooPort]:
     """Open a session on ``connect`` (hosts and optional chroot), yield its port, close it.
 
@@ -63,12 +68,14 @@ def admin_session(
         raise AdminConnectError(f"invalid ZooKeeper connect string: {exc}") from None
     where = ",".join(f"{h.host}:{h.port}" for h in hosts)
     timeout = session_timeout_ms / 1000
-    port = KazooPort(connect, timeout)
+    port = KazooPort(connect, timeout, **security.port_options())
     try:
         with warnings.catch_warnings():
             # kazoo warns about a missing chroot itself; the check below says it clearly.
             warnings.filterwarnings("ignore", message="No chroot path exists")
             port.start(timeout)
+    except NoAuthError as exc:
+        raise AdminConnectError(f"ZooKeeper at {where}: {exc}") from None
     except ConnectionLossError:
         raise AdminConnectError(
             f"could not connect to ZooKeeper at {where} within {timeout:g}s"

@@ -26,6 +26,7 @@ from controller.admin.controller_client import ControllerClient, NoActiveControl
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2, common_pb2
 from controller.cli.topics_cmd import add_connection_arguments, fail, run_admin
+from controller.security.cli import add_tls_arguments, channel_opener_from_args
 from controller.zk import codecs, paths
 from controller.zk.errors import NoNodeError
 from controller.zk.port import ZkPort
@@ -65,6 +66,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
     add_connection_arguments(parser)
+    add_tls_arguments(parser)  # the admin API over TLS / mutual TLS (controller.security)
     parser.set_defaults(func=elect_command)
 
 
@@ -103,7 +105,11 @@ def elect_command(args: argparse.Namespace) -> int:
             election_type=ELECTION_TYPES[args.type], partitions=wanted, timeout_ms=args.timeout_ms
         )
         # The controller answers within timeout_ms; the client may also need to find it.
-        client = ControllerClient(port, timeout_s=args.timeout_ms / 1000 + 5)
+        client = ControllerClient(
+            port,
+            timeout_s=args.timeout_ms / 1000 + 5,
+            channel_opener=channel_opener_from_args(args),
+        )
         try:
             response = client.admin("ElectLeaders", request)
         except NoActiveControllerError as exc:

@@ -32,6 +32,7 @@ from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2, common_pb2
 from controller.cli.topics_cmd import OneLineErrorParser, add_connection_arguments, run_admin
 from controller.core.model import ReplicaAssignment, TopicPartition
+from controller.security.cli import add_tls_arguments, channel_opener_from_args
 from controller.zk.port import ZkPort
 
 DEFAULT_RPC_TIMEOUT_S = 30.0
@@ -103,6 +104,7 @@ def register(subparsers: Any) -> None:
 
     for action in (generate, execute, verify, cancel, listing):
         add_connection_arguments(action)
+        add_tls_arguments(action)  # the admin API over TLS / mutual TLS (controller.security)
         action.add_argument(
             "--timeout-s", type=float, default=DEFAULT_RPC_TIMEOUT_S, metavar="S",
             help="how long to look for the active controller per call (default %(default)s)",
@@ -137,7 +139,9 @@ def _run(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:
 
 
 def _client(port: ZkPort, args: argparse.Namespace) -> ControllerClient:
-    return ControllerClient(port, timeout_s=args.timeout_s)
+    return ControllerClient(
+        port, timeout_s=args.timeout_s, channel_opener=channel_opener_from_args(args)
+    )
 
 
 def list_ongoing(

@@ -23,6 +23,9 @@ from controller.admin.assignment import (
 )
 from controller.admin.client import DEFAULT_SESSION_TIMEOUT_MS, admin_session, resolve_connect
 from controller.logs import configure_logging
+from controller.security.acls import CredentialsError
+from controller.security.cli import add_zookeeper_security_arguments, zk_security_from_args
+from controller.security.tls import TlsConfigError
 from controller.zk.errors import MalformedZnodeError, ZkError
 from controller.zk.paths import InvalidTopicError
 from controller.zk.port import ZkPort
@@ -57,6 +60,7 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--verbose", action="store_true", help="log ZooKeeper client activity to stderr"
     )
+    add_zookeeper_security_arguments(parser)  # controller.security: auth and ACLs on creates
 
 
 def run_admin(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:
@@ -65,9 +69,12 @@ def run_admin(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:
     configure_logging("DEBUG" if args.verbose else "CRITICAL", "console", sys.stderr)
     try:
         connect = resolve_connect(args.zookeeper)
-        with admin_session(connect, args.session_timeout_ms) as port:
+        security = zk_security_from_args(args)
+        with admin_session(connect, args.session_timeout_ms, security) as port:
             return action(port)
     except (AdminError, InvalidTopicError, MalformedZnodeError) as exc:
+        return fail(str(exc))
+    except (CredentialsError, TlsConfigError) as exc:  # unusable credentials or certificates
         return fail(str(exc))
     except ZkError as exc:
         return fail(f"ZooKeeper request failed: {exc}")
