@@ -1,0 +1,153 @@
+"""TLS files and their reload, and principals from an auth context, without any network."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from controller.security import authz
+from controller.security.testing import CertificateAuthority
+from controller.security.tls import (
+    ChannelOpener,
+    ClientTls,
+    ReloadingChannel,
+    ServerTls,
+    TlsConfigError,
+    TlsFiles,
+    client_tls,
+    server_tls,
+)
+
+
+@pytest.fixture(scope="module")
+def ca() -> CertificateAuthority:
+    return CertificateAuthority("unit-ca")
+
+
+def _files(tmp_path: Path, ca: CertificateAuthority, cn: str = "server") -> TlsFiles:
+    cert, key = ca.issue(cn, sans=("127.0.0.1",)).write(tmp_path / cn)
+    return TlsFiles(cert, key, ca.write(tmp_path / "ca.crt"))
+
+
+def _bump(*paths: Path) -> None:
+    # Make a change visible even on filesystems with coarse timestamps.
+    for path in paths:
+        st = os.stat(path)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+
+def test_fetch_returns_nothing_until_the_files_change(
+    tmp_path: Path, ca: CertificateAuthority
+) -> None:
+    files = _files(tmp_path, ca)
+    tls = ServerTls(files, client_auth_required=True)
+    assert tls.fetch() is None and tls.fetch() is None
+    ca.issue("server", sans=("127.0.0.1",)).write(tmp_path / "server")
+    _bump(files.cert_file, files.key_file)  # type: ignore[arg-type]
+    assert isinstance(tls.fetch(), grpc.ServerCertificateConfiguration)
+    assert tls.generation == 1
+    assert tls.fetch() is None
+
+
+def test_a_mismatched_or_broken_rotation_keeps_the_previous_pair(
+    tmp_path: Path, ca: CertificateAuthority
+) -> None:
+    files = _files(tmp_path, ca)
+    tls = ServerTls(files)
+    other = ca.issue("other")
+    assert files.key_file is not None and files.cert_file is not None
+    files.key_file.write_bytes(other.key_pem)  # half a rotation: new key, old certificate
+    _bump(files.key_file)
+    assert tls.fetch() is None and tls.generation == 0
+    files.cert_file.write_bytes(other.cert_pem)  # the other half: a matching pair again
+    _bump(files.cert_file)
+    assert tls.fetch() is not None and tls.generation == 1
+    files.cert_file.write_text("garbage")
+    _bump(files.cert_file)
+    assert tls.fetch() is None and tls.generation == 1
+
+
+def test_bad_files_fail_at_construction(tmp_path: Path, ca: CertificateAuthority) -> None:
+    files = _files(tmp_path, ca)
+    other_key = tmp_path / "other.key"
+    other_key.write_bytes(ca.issue("x").key_pem)
+    with pytest.raises(TlsConfigError, match="not a matching"):
+        server_tls(files.cert_file, other_key)
+    with pytest.raises(TlsConfigError, match="needs its key"):
+        server_tls(files.cert_file, None)
+    with pytest.raises(TlsConfigError, match="cannot read"):
+        client_tls(tmp_path / "missing-ca.crt")
+    with pytest.raises(TlsConfigError, match="needs a CA file"):
+        server_tls(files.cert_file, files.key_file, None, client_auth_required=True)
+    assert server_tls(None, None) is None
+
+
+def test_client_credentials_and_channels_follow_the_files(
+    tmp_path: Path, ca: CertificateAuthority
+) -> None:
+    files = _files(tmp_path, ca, "client")
+    tls = ClientTls(files)
+    generation, first = tls.credentials()
+    assert tls.credentials() == (generation, first)
+    channel = ChannelOpener(tls).open("127.0.0.1:1")
+    assert isinstance(channel, ReloadingChannel)
+    before = channel.current()
+    assert channel.current() is before
+    ca.issue("client", sans=("127.0.0.1",)).write(tmp_path / "client")
+    _bump(files.cert_file, files.key_file)  # type: ignore[arg-type]
+    assert tls.credentials()[0] == generation + 1
+    assert channel.current() is not before  # reopened with the new certificate
+    channel.close()
+    plain = ChannelOpener().open("127.0.0.1:1")
+    assert not isinstance(plain, ReloadingChannel)
+    plain.close()
+
+
+class _Context:
+    def __init__(self, auth: dict[str, list[bytes]]) -> None:
+        self._auth = auth
+
+    def auth_context(self) -> dict[str, list[bytes]]:
+        return self._auth
+
+    def peer(self) -> str:
+        return "ipv4:127.0.0.1:1"
+
+
+def _ctx(**auth: Any) -> Any:
+    return _Context({k: [v.encode() for v in vs] for k, vs in auth.items()})
+
+
+def test_principals_from_the_auth_context() -> None:
+    ssl = {"transport_security_type": ["ssl"]}
+    ctx = _ctx(**ssl, x509_common_name=["alice"], x509_subject=["CN=alice"],
+               x509_subject_alternative_name=["alice.example", "127.0.0.1"])  # fmt: skip
+    principal = authz.peer_principal(ctx)
+    assert principal is not None
+    assert principal.names == {"alice", "alice.example", "127.0.0.1"}
+    assert "CN=alice" in str(principal)
+    assert authz.peer_principal(_ctx(**ssl)) is None  # TLS, but no client certificate
+    assert authz.peer_principal(_ctx()) is None  # plaintext
+    allowed = frozenset({"alice.example"})
+    assert authz.check(allowed, ctx, "svc/M") == principal
+    assert authz.check(frozenset({"*"}), ctx, "svc/M") == principal
+    with pytest.raises(authz.Denied) as denied:
+        authz.check(frozenset({"bob"}), ctx, "svc/M")
+    assert denied.value.code is grpc.StatusCode.PERMISSION_DENIED
+    assert "CN=alice" in denied.value.message and "svc/M" in denied.value.message
+    with pytest.raises(authz.Denied) as denied:
+        authz.check(allowed, _ctx(), "svc/M")
+    assert denied.value.code is grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_principal_lists_and_interceptors() -> None:
+    assert authz.parse_principals(" alice, bob ,,") == {"alice", "bob"}
+    assert authz.parse_principals("") is None and authz.parse_principals(None) is None
+    assert authz.interceptors({"a.Svc": None}) == []
+    (interceptor,) = authz.interceptors({"a.Svc": frozenset({"x"}), "b.Svc": None})
+    assert isinstance(interceptor, authz.AuthorizationInterceptor)
+    assert interceptor.rules == {"a.Svc": frozenset({"x"})}
