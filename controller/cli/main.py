@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "controller.cli.status_cmd",
     "controller.cli.bench_cmd",
     "controller.cli.analyze_cmd",
+    "controller.cli.chaos_cmd",
 )
 
 
