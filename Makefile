@@ -20,10 +20,14 @@ PYTEST_ARGS ?=
 RUN_ARGS ?=
 # What `make bench` runs (zk-controller bench ...); e.g. BENCH_ARGS='failover --partitions 1000000'.
 BENCH_ARGS ?= all
+# What `make chaos` runs (zk-controller chaos ...); the seed makes the fault schedule and the
+# admin workload reproducible.
+CHAOS_ARGS ?= --seed 1 --failovers 100
+CHAOS_DIR ?= var/chaos
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup zookeeper-deps prometheus-deps test lint bench run run-controller proto clean distclean
+.PHONY: help setup zookeeper-deps prometheus-deps test lint bench chaos run run-controller proto clean distclean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -81,6 +85,13 @@ test: setup zookeeper-deps prometheus-deps ## ruff, then the whole pytest suite 
 # scenario at several sizes (docs/performance.md). Takes tens of minutes; watch `uptime`.
 bench: setup zookeeper-deps ## benchmark suite, table on stdout (BENCH_ARGS, default: all)
 	$(VENV)/bin/zk-controller bench $(BENCH_ARGS)
+
+# The long chaos run (docs/reliability.md, ## Chaos): a 3-node ensemble, 3 controllers and 5
+# reference brokers on 127.0.0.1, faults until 100 controller failovers, invariants checked
+# live and over ZooKeeper's transaction logs. Takes 20-40 minutes; the short run is in `make test`.
+chaos: setup zookeeper-deps ## long chaos run: >= 100 failovers, 0 violations (CHAOS_ARGS)
+	rm -rf $(CHAOS_DIR)
+	$(VENV)/bin/zk-controller chaos --work-dir $(CHAOS_DIR) $(CHAOS_ARGS)
 
 lint: setup ## ruff check
 	$(VENV)/bin/ruff check controller tests
