@@ -1,0 +1,263 @@
+"""gRPC security with certificates made at test time: a TLS/mTLS cluster end to end, who may
+call the admin and controller services, handshake refusals, and certificate rotation."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from controller.admin.controller_client import (
+    ControllerAccessDeniedError,
+    ControllerClient,
+    NoActiveControllerError,
+)
+from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
+from controller.rpc.server import ADMIN_SERVICE, ControllerGrpcServer
+from controller.security import authz
+from controller.security.testing import CertificateAuthority, certificate_serial
+from controller.security.tls import ChannelOpener, TlsSettings
+from controller.zk import paths
+from tests.cluster import Cluster
+from tests.support import CLI, REPO, kazoo, wait_until
+
+LOOPBACK_SANS = ("127.0.0.1", "localhost")
+
+
+@dataclass
+class Pki:
+    ca: CertificateAuthority
+    ca_file: Path
+    files: dict[str, tuple[Path, Path]]  # name -> (cert, key)
+    serials: dict[str, int]
+    dir: Path
+
+    def settings(self, name: str, *, mutual: bool = True) -> TlsSettings:
+        cert, key = self.files[name]
+        return TlsSettings(cert, key, self.ca_file, client_auth_required=mutual)
+
+    def opener(self, name: str | None) -> ChannelOpener:
+        if name is None:  # trusts the CA, presents no certificate
+            return TlsSettings(ca_file=self.ca_file).opener()
+        return self.settings(name).opener()
+
+    def issue(self, name: str, cn: str | None = None, sans: tuple[str, ...] = ()) -> None:
+        issued = self.ca.issue(cn or name, sans)
+        self.files[name] = issued.write(self.dir / name)
+        self.serials[name] = issued.serial
+
+
+@pytest.fixture
+def pki(tmp_path: Path) -> Pki:
+    ca = CertificateAuthority("zk-controller test CA")
+    pki = Pki(ca, ca.write(tmp_path / "ca.crt"), {}, {}, tmp_path)
+    pki.issue("controller-0", sans=LOOPBACK_SANS)
+    for broker in ("broker-1", "broker-2"):
+        pki.issue(broker, sans=LOOPBACK_SANS)
+    pki.issue("admin-alice")
+    pki.issue("admin-mallory")
+    # Same name as an allowed admin, signed by a CA nobody trusts.
+    evil = CertificateAuthority("evil CA")
+    pki.files["evil-alice"] = evil.issue("admin-alice").write(tmp_path / "evil-alice")
+    return pki
+
+
+def _controller_settings(pki: Pki) -> dict[str, str]:
+    cert, key = pki.files["controller-0"]
+    return {
+        "grpc.tls.cert.file": str(cert),
+        "grpc.tls.key.file": str(key),
+        "grpc.tls.ca.file": str(pki.ca_file),
+        "grpc.tls.client.auth": "required",
+        "admin.allowed.principals": "admin-alice",
+        "broker.allowed.principals": "broker-1,broker-2",
+    }
+
+
+@pytest.fixture
+def cluster(zk_connect: str, tmp_path: Path, pki: Pki) -> Iterator[Cluster]:
+    c = Cluster(zk_connect, tmp_path)
+    c.start_controller(0, **_controller_settings(pki))
+    c.active_controller()
+    for broker_id in (1, 2):
+        c.start_broker(broker_id, tls=pki.settings(f"broker-{broker_id}"))
+    yield c
+    c.close()
+
+
+def _admin(cluster: Cluster, pki: Pki, who: str | None, timeout_s: float = 10) -> ControllerClient:
+    port = cluster.broker_port(1)  # any session on the cluster's chroot finds the controller
+    return ControllerClient(port, timeout_s=timeout_s, channel_opener=pki.opener(who))
+
+
+def _list_reassignments(client: ControllerClient) -> admin_pb2.ListPartitionReassignmentsResponse:
+    try:
+        return client.admin(
+            "ListPartitionReassignments", admin_pb2.ListPartitionReassignmentsRequest()
+        )
+    finally:
+        client.close()
+
+
+def test_a_tls_cluster_works_end_to_end(cluster: Cluster, pki: Pki) -> None:
+    # Brokers advertise SSL listeners, so the controller dials them with TLS.
+    registration = cluster.broker_registration(1)
+    assert {e.security_protocol for e in registration.endpoints} == {"SSL"}
+    cluster.create_topic("tls", {0: [1, 2], 1: [2, 1]})
+    cluster.wait_state("tls", 0, leader=1, isr=[1, 2])
+    cluster.wait_state("tls", 1, leader=2, isr=[2, 1])
+    # LeaderAndIsr and UpdateMetadata were delivered over mutual TLS.
+    wait_until(lambda: len(cluster.hosted(1)) == 2 and len(cluster.hosted(2)) == 2,
+               what="both brokers host both partitions")  # fmt: skip
+    wait_until(lambda: len(cluster.metadata(2)) == 2, what="metadata on broker 2")
+    # Brokers call ControllerService over mutual TLS too (an allowed broker principal):
+    # controlled shutdown moves broker 1's leadership away.
+    assert cluster.brokers[1].controlled_shutdown()
+    cluster.wait_state("tls", 0, leader=2)
+
+
+def test_admin_api_accepts_allowed_principals_and_refuses_others(
+    cluster: Cluster, pki: Pki
+) -> None:
+    assert _list_reassignments(_admin(cluster, pki, "admin-alice")).error_code == 0
+    with pytest.raises(ControllerAccessDeniedError) as denied:
+        _list_reassignments(_admin(cluster, pki, "admin-mallory"))
+    assert "PERMISSION_DENIED" in str(denied.value)
+    assert "CN=admin-mallory" in str(denied.value)
+    # A broker's certificate is not an admin's...
+    with pytest.raises(ControllerAccessDeniedError, match="PERMISSION_DENIED"):
+        _list_reassignments(_admin(cluster, pki, "broker-1"))
+    # ...and an admin's is not a broker's.
+    client = _admin(cluster, pki, "admin-alice")
+    try:
+        with pytest.raises(ControllerAccessDeniedError, match="ControllerService/AlterPartition"):
+            client.controller("AlterPartition", controller_pb2.AlterPartitionRequest(broker_id=1))
+    finally:
+        client.close()
+
+
+def test_mutual_tls_refuses_clients_without_a_trusted_certificate(
+    cluster: Cluster, pki: Pki
+) -> None:
+    address = cluster.active_controller().grpc.address
+    request = health_pb2.HealthCheckRequest()
+    for who in (None, "evil-alice"):  # no certificate; a certificate from another CA
+        channel = pki.opener(who).open(address)
+        with channel, pytest.raises(grpc.RpcError) as refused:
+            health_pb2_grpc.HealthStub(channel).Check(request, timeout=5)
+        assert refused.value.code() is grpc.StatusCode.UNAVAILABLE, who
+        with pytest.raises(NoActiveControllerError) as unreachable:
+            _list_reassignments(_admin(cluster, pki, who, timeout_s=2))
+        assert not isinstance(unreachable.value, ControllerAccessDeniedError)
+    with grpc.insecure_channel(address) as plaintext, pytest.raises(grpc.RpcError) as refused:
+        health_pb2_grpc.HealthStub(plaintext).Check(request, timeout=5)
+    assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
+    # Any certificate from the CA may use health checking (no rule on it).
+    with pki.opener("admin-mallory").open(address) as channel:
+        assert health_pb2_grpc.HealthStub(channel).Check(request, timeout=5).status == 1
+
+
+def _peer_serial(address: str, pki: Pki) -> int:
+    """The serial of the certificate a new TLS connection to ``address`` is shown."""
+    host, port = address.rsplit(":", 1)
+    context = ssl.create_default_context(cafile=str(pki.ca_file))
+    context.load_cert_chain(*pki.files["admin-alice"])
+    context.set_alpn_protocols(["h2"])
+    with (
+        socket.create_connection((host, int(port)), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname=host) as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return certificate_serial(der)
+
+
+def test_certificates_rotate_without_a_restart(cluster: Cluster, pki: Pki) -> None:
+    controller = cluster.active_controller()
+    address = controller.grpc.address
+    assert _peer_serial(address, pki) == pki.serials["controller-0"]
+    alice = _admin(cluster, pki, "admin-alice")
+    assert _list_reassignments(alice).error_code == 0
+
+    old = pki.serials["controller-0"]
+    pki.issue("controller-0", sans=LOOPBACK_SANS)  # same files, new certificate, same CA
+    assert pki.serials["controller-0"] != old
+    wait_until(lambda: _peer_serial(address, pki) == pki.serials["controller-0"],
+               timeout=10, what="new connections to see the new certificate")  # fmt: skip
+    assert controller.grpc.tls is not None and controller.grpc.tls.generation >= 1
+    # The cluster keeps working: the controller still reaches brokers, brokers reach it.
+    cluster.create_topic("after-rotation", {0: [2, 1]})
+    cluster.wait_state("after-rotation", 0, leader=2, isr=[2, 1])
+    assert _list_reassignments(_admin(cluster, pki, "admin-alice")).error_code == 0
+
+    # Client side: a client whose files now hold another identity presents that one on its
+    # next call (its channel is reopened with the new files), without being recreated.
+    client = _admin(cluster, pki, "admin-alice")
+    assert _list_reassignments(client).error_code == 0
+    pki.issue("admin-alice", cn="admin-mallory")
+    with pytest.raises(ControllerAccessDeniedError, match="CN=admin-mallory"):
+        _list_reassignments(client)
+
+
+def test_authorization_without_client_certificates_is_unauthenticated() -> None:
+    """A rule on a listener that cannot identify callers (plaintext): UNAUTHENTICATED."""
+    server = ControllerGrpcServer(
+        "127.0.0.1:0", interceptors=authz.interceptors({ADMIN_SERVICE: frozenset({"alice"})})
+    )
+
+    class Admin(admin_pb2_grpc.AdminServiceServicer):
+        pass
+
+    server.add_admin_service(Admin())
+    server.start()
+    try:
+        with grpc.insecure_channel(server.address) as channel:
+            stub = admin_pb2_grpc.AdminServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.ListPartitionReassignments(
+                    admin_pb2.ListPartitionReassignmentsRequest(), timeout=5
+                )
+            assert refused.value.code() is grpc.StatusCode.UNAUTHENTICATED
+            # Services without a rule are not affected.
+            health = health_pb2_grpc.HealthStub(channel)
+            assert health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == 1
+            controller = controller_pb2_grpc.ControllerServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as unimplemented:
+                controller.AlterPartition(controller_pb2.AlterPartitionRequest(), timeout=5)
+            assert unimplemented.value.code() is grpc.StatusCode.UNIMPLEMENTED
+    finally:
+        server.stop(grace=0)
+
+
+def _elect_cli(cluster: Cluster, pki: Pki, who: str) -> subprocess.CompletedProcess[str]:
+    cert, key = pki.files[who]
+    return subprocess.run(
+        [*CLI, "elect", "--type", "preferred", "--all", "--zookeeper", cluster.connect,
+         "--timeout-ms", "5000", "--tls-cert-file", str(cert), "--tls-key-file", str(key),
+         "--tls-ca-file", str(pki.ca_file)],
+        capture_output=True, text=True, cwd=REPO, timeout=60, env={"PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+
+
+def test_admin_cli_flags(cluster: Cluster, pki: Pki) -> None:
+    cluster.create_topic("cli", {0: [1, 2]})
+    cluster.wait_state("cli", 0, leader=1)
+    allowed = _elect_cli(cluster, pki, "admin-alice")
+    assert allowed.returncode == 0, allowed.stderr
+    refused = _elect_cli(cluster, pki, "admin-mallory")
+    assert refused.returncode == 1
+    assert "PERMISSION_DENIED" in refused.stderr and "admin-mallory" in refused.stderr
+    # The controller's own view is unchanged by the refused call.
+    zk = kazoo(cluster.connect)
+    try:
+        assert zk.exists(paths.PREFERRED_REPLICA_ELECTION) is None
+    finally:
+        zk.stop()
+        zk.close()
