@@ -20,6 +20,7 @@ from controller.admin.controller_client import (
     NoActiveControllerError,
 )
 from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
+from controller.core.model import TopicPartition
 from controller.rpc.server import ADMIN_SERVICE, ControllerGrpcServer
 from controller.security import authz
 from controller.security.testing import CertificateAuthority, certificate_serial
@@ -117,6 +118,10 @@ def test_a_tls_cluster_works_end_to_end(cluster: Cluster, pki: Pki) -> None:
     wait_until(lambda: len(cluster.hosted(1)) == 2 and len(cluster.hosted(2)) == 2,
                what="both brokers host both partitions")  # fmt: skip
     wait_until(lambda: len(cluster.metadata(2)) == 2, what="metadata on broker 2")
+    # Followers fetch from their leaders over mutual TLS as well.
+    follower = cluster.brokers[2].replication.fetcher
+    wait_until(lambda: follower.last_results.get(TopicPartition("tls", 0)) == "NONE",
+               what="broker 2 fetching tls-0 from broker 1")  # fmt: skip
     # Brokers call ControllerService over mutual TLS too (an allowed broker principal):
     # controlled shutdown moves broker 1's leadership away.
     assert cluster.brokers[1].controlled_shutdown()
