@@ -280,6 +280,11 @@ class PartitionReassignments:
                     results[tp] = None
                 except ControllerMovedError:
                     raise
+                except ApiError as exc:
+                    log.warning(
+                        "refused to reassign a partition", partition=str(tp), error=str(exc)
+                    )
+                    results[tp] = exc
                 except Exception as exc:
                     log.exception("error reassigning a partition", partition=str(tp))
                     results[tp] = ApiError(
@@ -293,6 +298,17 @@ class PartitionReassignments:
         self, tp: TopicPartition, reassignment: ReplicaAssignment
     ) -> None:
         ctl = self.ctl
+        if ctl.context.partition_leadership_info(tp) is None:
+            # Never brought online (no replica was live since its creation). Kafka writes the
+            # new replica set, then fails on the missing state znode before starting the
+            # adding replicas; the partition later comes online with an ISR of replicas the
+            # replica state machine never started, which a later reassignment cannot remove
+            # from the ISR (simulation seed 100816). Refuse before writing anything.
+            raise ApiError(
+                Errors.LEADER_NOT_AVAILABLE,
+                f"{tp} has no leader and ISR yet (none of its replicas has been live since it "
+                "was created); reassign it once it is online",
+            )
         deletion = ctl.topic_deletion_manager
         if deletion is not None:
             deletion.mark_topic_ineligible_for_deletion({tp.topic}, "reassignment in progress")

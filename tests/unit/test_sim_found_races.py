@@ -9,6 +9,7 @@ new session. And a controller write racing an admin write of the same topic znod
 
 from __future__ import annotations
 
+from controller.api.errors import Errors
 from controller.core.events import ApiPartitionReassignment
 from controller.core.model import ReplicaAssignment, TopicAssignment, TopicPartition
 from controller.zk import codecs, paths
@@ -99,3 +100,32 @@ def test_partitions_added_while_a_reassignment_rewrites_the_topic_survive() -> N
     assert doc.partitions[0].adding_replicas == (3,)  # the reassignment step was written too
     assert h.zk_state(TopicPartition("t", 1)) is not None  # and the new partition created
     assert h.ctx.partition_replica_assignment(TopicPartition("t", 1)) == (3, 1)
+
+
+def test_a_partition_never_online_is_not_reassigned() -> None:
+    """Simulation seed 100816: reassigning a partition none of whose replicas was ever live
+    (no state znode) wrote the new replica set, then failed before starting the adding
+    replicas; once online, its ISR held replicas the replica state machine had never started,
+    and a later reassignment removing one of them left it in the ISR forever. Now refused
+    up front, with nothing written."""
+    h = ControllerHarness(controller_id=5)
+    for b in (2, 3):
+        h.register_broker(b)
+    h.start()
+    h.create_topic("t", {0: [1]}, in_context=False)
+    h.drain()
+    before = h.read(paths.topic_path("t"))
+
+    event = ApiPartitionReassignment(reassignments={TopicPartition("t", 0): (2, 3)})
+    h.put(event)
+    h.drain()
+
+    (outcome,) = event.reply.result(0).values()
+    assert outcome is not None and outcome.error is Errors.LEADER_NOT_AVAILABLE
+    assert "no leader and ISR yet" in str(outcome)
+    assert h.read(paths.topic_path("t")) == before
+    assert TopicPartition("t", 0) not in h.ctx.partitions_being_reassigned
+    h.register_broker(1)
+    h.drain()
+    info = h.zk_state(TopicPartition("t", 0))
+    assert info is not None and info.leader_and_isr.isr == (1,)
