@@ -29,7 +29,9 @@ The invariants (each ``Violation.invariant`` is one of these names):
     addition, reassignment or deletion request; topic ids never change.
 ``leaderless``
     After faults stop (in the simulation: and the event queues drain; live: after session
-    timeout + 5 s), a partition has no live leader although a live broker is in its ISR.
+    timeout + 5 s), a partition has no live leader although a live broker is in its ISR (one
+    of its replicas: only those can be elected; an ISR member outside the replica set is
+    left behind by a cancelled reassignment, and Kafka keeps the partition offline then).
 
 Observations of one partition state znode must be given in the order ZooKeeper applied them
 (the znode's ``version`` order). Requests must be observed before the topic znodes they
@@ -169,10 +171,12 @@ class TopicSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class PartitionView:
-    """A partition's current leadership (from its state znode)."""
+    """A partition's current leadership (from its state znode) and, when known, its replicas
+    (from the topic znode)."""
 
     leader: int
     isr: tuple[int, ...]
+    replicas: tuple[int, ...] | None = None
 
 
 # -- the incremental checker -----------------------------------------------------------------
@@ -399,7 +403,7 @@ def leaderless_partitions(
     for (topic, partition), view in sorted(partitions.items()):
         if topic in excluded or (view.leader != NO_LEADER and view.leader in live):
             continue
-        alive = [b for b in view.isr if b in live]
+        alive = [b for b in view.isr if b in live and (view.replicas is None or b in view.replicas)]
         if alive:
             leader = "no leader" if view.leader == NO_LEADER else f"leader {view.leader} is down"
             out.append(

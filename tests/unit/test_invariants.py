@@ -227,6 +227,15 @@ def test_leaderless_partitions_with_a_live_isr_member() -> None:
     assert "leader 3 is down" in found[1].message
 
 
+def test_only_isr_members_that_are_replicas_count_for_liveness() -> None:
+    # A cancelled reassignment can leave the ISR holding only a replica that was being added:
+    # it cannot be elected, and Kafka keeps the partition offline.
+    stranded = {("t", 0): PartitionView(-1, (1,), replicas=(2, 3))}
+    assert inv.leaderless_partitions(stranded, {1, 2, 3}) == []
+    electable = {("t", 0): PartitionView(-1, (1, 2), replicas=(2, 3))}
+    assert len(inv.leaderless_partitions(electable, {1, 2, 3})) == 1
+
+
 def test_recovery_is_only_required_after_the_deadline() -> None:
     bad = {("t", 0): PartitionView(-1, (1,))}
     good = {("t", 0): PartitionView(1, (1,))}
