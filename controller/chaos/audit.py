@@ -145,6 +145,11 @@ class _Audit:
         self.current = _Election(epoch, txn.zxid, txn.session, controller_id)
         self.sessions[txn.session] = controller_id
         self.result.elections += 1
+        # The election multi is the epoch's first write: another controller's write accepted
+        # in this epoch conflicts with it in the shared check.
+        self.checker.observe_controller_write(
+            inv.ControllerWrite(controller_id, epoch, paths.CONTROLLER)
+        )
 
     def _controller_write(self, txn: Txn, rel: str, controller: int) -> None:
         self.result.controller_writes += 1

@@ -116,6 +116,7 @@ class LiveChecker:
         self._all: list[TimedViolation] = []
         self.windows = EpochWindows()
         self._elected: dict[int, int] = {}  # epoch -> controller id (state-change logs)
+        self._fed: set[int] = set()  # epochs whose election went to the shared checker
         self._states: dict[Tp, StateNode] = {}
         self._topics: dict[str, tuple[int, int]] = {}  # topic -> (czxid, mzxid) last fed
         self._deleting: set[str] = set()
@@ -212,6 +213,14 @@ class LiveChecker:
                 problem = self.windows.add(registration)
                 if problem is not None:
                     self._flag(snap.t, inv.SINGLE_WRITER, problem)
+                elif registration.controller_id >= 0 and registration.epoch not in self._fed:
+                    # The election multi is the first write of its epoch: any write of
+                    # another controller accepted in that epoch then conflicts with it.
+                    self._fed.add(registration.epoch)
+                    self._checker.observe_controller_write(
+                        inv.ControllerWrite(registration.controller_id, registration.epoch,
+                                            "/controller")
+                    )  # fmt: skip
             self._observe_states(snap)
             self._observe_topics(snap)
             self._collect(snap.t)
@@ -250,16 +259,23 @@ class LiveChecker:
         epoch = self.windows.epoch_at(node.mzxid)
         writer = self.windows.registrations.get(node.controller_epoch)
         current = self.windows.registrations.get(epoch) if epoch is not None else None
-        known = writer is not None and writer.controller_id >= 0
-        if epoch is not None and known and current is not None and current.controller_id >= 0:
-            assert writer is not None
+        shared_flags = False
+        if (
+            epoch is not None
+            and writer is not None
+            and writer.controller_id >= 0
+            and current is not None
+            and current.controller_id >= 0
+        ):
             self._checker.observe_controller_write(
                 inv.ControllerWrite(writer.controller_id, epoch, what)
             )
-            if current.controller_id != writer.controller_id:
-                return  # the shared check flags this one
+            # By controller id: another controller's write in this epoch is flagged there.
+            shared_flags = current.controller_id != writer.controller_id
         problem = self.windows.window_problem(node.controller_epoch, node.mzxid, what)
-        if problem is not None:
+        if problem is not None and not shared_flags:
+            # The same controller re-elected (a zombie of itself), or an epoch we could not
+            # pin down: the zxid window says it.
             self._flag(now, inv.SINGLE_WRITER, problem)
 
     def _observe_topics(self, snap: ZkSnapshot) -> None:
