@@ -1,0 +1,141 @@
+"""Checks that only make sense in the simulation, on a quiet cluster after ``World.heal``.
+
+Beyond the shared invariants (``controller.invariants``), a quiet simulated cluster must be
+*consistent*: nothing is in flight, so every view of a partition must agree.
+
+``sim-one-active-controller``
+    Exactly one running controller believes it is active, and it is the one ``/controller``
+    names.
+``sim-cache-coherent``
+    The active controller's cached leadership (leader, leader epoch, ISR, zkVersion) and
+    replica assignments equal what ZooKeeper holds.
+``sim-brokers-converged``
+    Every running broker in a partition's replica set hosts it at the state znode's leader
+    and leader epoch (it received the LeaderAndIsr that made it so).
+``sim-isr-within-replicas``
+    Every ISR member is one of the partition's replicas, unless its reassignment was
+    cancelled or re-targeted (which may leave a replica that was being added alone in the
+    ISR, as in Kafka).
+
+Topics queued for deletion are left out: their partitions are being torn down on purpose.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from controller.core.model import TopicPartition
+from controller.invariants import Violation
+from controller.zk import codecs, paths
+from controller.zk.errors import MalformedZnodeError
+
+if TYPE_CHECKING:
+    from controller.sim.world import World
+
+ONE_ACTIVE = "sim-one-active-controller"
+CACHE_COHERENT = "sim-cache-coherent"
+CONVERGED = "sim-brokers-converged"
+ISR_WITHIN_REPLICAS = "sim-isr-within-replicas"
+
+State = tuple[int, int, tuple[int, ...], int]  # leader, leader epoch, ISR, zkVersion
+
+
+def assignments(world: World, deleting: set[str]) -> dict[TopicPartition, tuple[int, ...]]:
+    """Replicas of every partition of every topic not being deleted, from the topic znodes."""
+    out: dict[TopicPartition, tuple[int, ...]] = {}
+    for topic in world.zk.children(paths.BROKERS_TOPICS):
+        if topic in deleting:
+            continue
+        data = world.zk.read(paths.topic_path(topic))
+        try:
+            assignment = codecs.decode_topic_assignment(topic, data, paths.topic_path(topic))
+        except MalformedZnodeError:
+            continue
+        for p, ra in assignment.partitions.items():
+            out[TopicPartition(topic, p)] = tuple(ra.replicas)
+    return out
+
+
+def quiet_cluster_violations(
+    world: World,
+    states: dict[TopicPartition, State],
+    deleting: set[str],
+    live: set[int],
+    replicas: dict[TopicPartition, tuple[int, ...]],
+) -> list[Violation]:
+    out: list[Violation] = []
+    active = [
+        sc for sc in world.controllers.values() if sc.up and sc.ctl is not None and sc.ctl.is_active
+    ]
+    owner = world.active_controller()
+    if len(active) != 1 or owner is None or owner is not active[0]:
+        out.append(
+            Violation(
+                ONE_ACTIVE,
+                f"controllers believing they are active: {[sc.cid for sc in active]}; "
+                f"/controller names {owner.cid if owner else 'no running active controller'}",
+            )
+        )
+        return out
+    ctx = active[0].ctl.context  # type: ignore[union-attr]
+    for tp, zk_replicas in sorted(replicas.items()):
+        cached = tuple(ctx.partition_replica_assignment(tp))
+        if cached != zk_replicas:
+            out.append(
+                Violation(
+                    CACHE_COHERENT,
+                    f"{tp}: controller {active[0].cid} caches replicas {list(cached)}, "
+                    f"ZooKeeper has {list(zk_replicas)}",
+                )
+            )
+    for tp, (leader, leader_epoch, isr, version) in sorted(states.items()):
+        if tp.topic in deleting or tp not in replicas:
+            continue
+        strays = [b for b in isr if b not in replicas[tp]]
+        if strays and (tp.topic, tp.partition) not in world.observer.retargeted:
+            out.append(
+                Violation(
+                    ISR_WITHIN_REPLICAS,
+                    f"{tp}: ISR {list(isr)} holds {strays}, not replicas ({list(replicas[tp])})",
+                )
+            )
+        info = ctx.partition_leadership_info(tp)
+        cached = None
+        if info is not None:
+            lai = info.leader_and_isr
+            cached = (lai.leader, lai.leader_epoch, tuple(lai.isr), lai.partition_epoch)
+        if cached != (leader, leader_epoch, isr, version):
+            out.append(
+                Violation(
+                    CACHE_COHERENT,
+                    f"{tp}: controller {active[0].cid} caches (leader, leader epoch, ISR, "
+                    f"zkVersion) {cached}, ZooKeeper has {(leader, leader_epoch, isr, version)}",
+                )
+            )
+        if leader < 0:
+            continue
+        for b in replicas[tp]:
+            if b not in live:
+                continue
+            state = world.brokers[b].state
+            hosted = state.hosted(tp) if state is not None else None
+            seen = None if hosted is None else (hosted.leader, hosted.leader_epoch)
+            if seen != (leader, leader_epoch):
+                out.append(
+                    Violation(
+                        CONVERGED,
+                        f"{tp}: broker {b} hosts (leader, leader epoch) {seen}, the state "
+                        f"znode says {(leader, leader_epoch)}",
+                    )
+                )
+    return out
+
+
+__all__ = [
+    "CACHE_COHERENT",
+    "CONVERGED",
+    "ISR_WITHIN_REPLICAS",
+    "ONE_ACTIVE",
+    "assignments",
+    "quiet_cluster_violations",
+]
