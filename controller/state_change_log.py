@@ -43,7 +43,7 @@ from typing import IO, Protocol
 
 import structlog
 
-from controller.core.model import TopicPartition
+from controller.core.model import LeaderIsrAndControllerEpoch, TopicPartition
 
 log = structlog.stdlib.get_logger("controller.state_change_log")
 
@@ -107,6 +107,10 @@ class StateChangeRecorder(Protocol):
         self, tp: TopicPartition, replica: int, from_state: State, to_state: State, *,
         leader: int | None = None, leader_epoch: int | None = None,
         isr: Iterable[int] | None = None, result: str = "ok", error: str | None = None,
+    ) -> None: ...  # fmt: skip
+    def replicas(
+        self, rows: Iterable[tuple[TopicPartition, int, State, LeaderIsrAndControllerEpoch | None]],
+        to_state: State,
     ) -> None: ...  # fmt: skip
     def controller(self, to_state: str, *, error: str | None = None) -> None: ...
     def flush(self) -> None: ...
@@ -222,6 +226,52 @@ class StateChangeLog:
         if len(self._buffer) >= _MAX_BUFFERED_LINES:
             self._write_buffer()
 
+    def replicas(
+        self, rows: Iterable[tuple[TopicPartition, int, State, LeaderIsrAndControllerEpoch | None]],
+        to_state: State,
+    ) -> None:  # fmt: skip
+        """``replica(tp, replica, from_state, to_state, leader=..., leader_epoch=..., isr=...)``
+        for each ``(tp, replica, from_state, leadership)`` row (leadership None: no leader
+        fields), all ``ok``: the state machines' bulk path. The rows share one timestamp
+        (``seq`` orders them) and the text of repeated states and ISRs is built once."""
+        if self._closed:
+            return
+        head = f'"ts":"{self._ts()}","seq":'
+        tail = f'"election":null,"event":{self._event},"result":"ok","error":null}}\n'
+        middle = self._head_replica
+        to_text = _state(to_state)
+        states: dict[State, str] = {}
+        isrs: dict[tuple[int, ...], str] = {}
+        append = self._buffer.append
+        quote = _quote
+        pending = len(self._buffer)
+        for (topic, partition), replica, from_state, info in rows:
+            if pending >= _MAX_BUFFERED_LINES:  # bound memory during a huge bulk record
+                self._write_buffer()
+                append = self._buffer.append
+                pending = 0
+            pending += 1
+            from_text = states.get(from_state)
+            if from_text is None:
+                from_text = states[from_state] = _state(from_state)
+            if info is None:
+                leader_fields = '"leader":null,"leader_epoch":null,"isr":null,'
+            else:
+                lai = info.leader_and_isr
+                isr = lai.isr
+                isr_text = isrs.get(isr)
+                if isr_text is None:
+                    isr_text = isrs[isr] = _isr(isr)
+                leader_fields = (
+                    f'"leader":{lai.leader:d},"leader_epoch":{lai.leader_epoch:d},'
+                    f'"isr":{isr_text},'
+                )
+            append(
+                f'{{{head}{next(_SEQ)},{middle}"topic":{quote(topic)},"partition":{partition:d},'
+                f'"replica":{replica:d},"from_state":{from_text},"to_state":{to_text},'
+                f"{leader_fields}{tail}"
+            )
+
     def controller(self, to_state: str, *, error: str | None = None) -> None:
         """Record this controller's own transition (elected, ready, resigned)."""
         if self._closed:
@@ -319,6 +369,12 @@ class NullStateChangeLog:
     def replica(
         self, tp: TopicPartition, replica: int, from_state: State, to_state: State, **_: object
     ) -> None:
+        pass
+
+    def replicas(
+        self, rows: Iterable[tuple[TopicPartition, int, State, LeaderIsrAndControllerEpoch | None]],
+        to_state: State,
+    ) -> None:  # fmt: skip
         pass
 
     def controller(self, to_state: str, *, error: str | None = None) -> None:

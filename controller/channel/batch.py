@@ -117,16 +117,41 @@ class ControllerBrokerRequestBatch:
         *,
         is_new: bool,
     ) -> None:
-        for broker_id in broker_ids:
-            if broker_id < 0:
-                continue  # a leader of -1 is never a recipient
-            per_broker = self.leader_and_isr_requests.setdefault(broker_id, {})
-            previous = per_broker.get(tp)
-            sticky_new = is_new or (previous is not None and previous.is_new)
-            per_broker[tp] = LeaderAndIsrPartition(leadership, assignment, sticky_new)
-        self.add_update_metadata_request_for_brokers(
-            self.context.live_or_shutting_down_broker_ids(), (tp,)
-        )
+        self.add_leader_and_isr_requests(broker_ids, ((tp, leadership, assignment),), is_new=is_new)
+
+    def add_leader_and_isr_requests(
+        self,
+        broker_ids: Iterable[int],
+        items: Iterable[tuple[TopicPartition, LeaderIsrAndControllerEpoch, ReplicaAssignment]],
+        *,
+        is_new: bool,
+    ) -> None:
+        """``add_leader_and_isr_request_for_brokers`` for many partitions with the same
+        recipients, item after item (the UpdateMetadata state of each is taken when it is
+        added, as one call per partition would): the state machines' bulk path."""
+        items = list(items)
+        if not items:
+            return
+        targets = [self.leader_and_isr_requests.setdefault(b, {}) for b in broker_ids if b >= 0]
+        self.update_metadata_brokers.update(self.context.live_broker_id_and_epochs())
+        metadata = self._metadata_states()
+        update_metadata = self.update_metadata_partitions
+        for tp, leadership, assignment in items:
+            if is_new:
+                entry = LeaderAndIsrPartition(leadership, assignment, True)
+                for per_broker in targets:
+                    per_broker[tp] = entry
+            else:
+                entry = LeaderAndIsrPartition(leadership, assignment, False)
+                for per_broker in targets:
+                    previous = per_broker.get(tp)
+                    # isNew is sticky within a batch.
+                    per_broker[tp] = entry if previous is None or not previous.is_new else (
+                        LeaderAndIsrPartition(leadership, assignment, True)
+                    )
+            state = metadata(tp)
+            if state is not None:
+                update_metadata[tp] = state
 
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], tp: TopicPartition, *, delete_partition: bool
@@ -143,24 +168,46 @@ class ControllerBrokerRequestBatch:
     def add_update_metadata_request_for_brokers(
         self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition]
     ) -> None:
-        ctx = self.context
         self.update_metadata_brokers.update(b for b in broker_ids if b >= 0)
+        metadata = self._metadata_states()
+        update_metadata = self.update_metadata_partitions
         for tp in partitions:
-            info = ctx.partition_leadership_info(tp)
+            state = metadata(tp)
+            if state is not None:
+                update_metadata[tp] = state
+
+    def _metadata_states(self) -> Callable[[TopicPartition], UpdateMetadataPartition | None]:
+        """``tp -> its UpdateMetadata state`` from the context as it is now (None, and a debug
+        line, without leadership). The broker liveness it depends on is taken once: callers
+        use it within one add call, during which the context does not change."""
+        ctx = self.context
+        online = ctx.live_broker_ids()
+        dirs = ctx.replicas_on_offline_dirs
+        queued = ctx.topics_to_be_deleted
+        leadership_and_assignment = ctx.partition_leadership_and_assignment
+
+        def state(tp: TopicPartition) -> UpdateMetadataPartition | None:
+            info, assignment = leadership_and_assignment(tp)
             if info is None:
                 log.debug(
                     "no leadership for partition; leaving it out of UpdateMetadata",
                     partition=str(tp),
                 )
-                continue
-            replicas = ctx.partition_replica_assignment(tp)
-            # Shutting-down brokers count as offline here (pitfall 7).
-            offline = tuple(r for r in replicas if not ctx.is_replica_online(r, tp))
-            if ctx.is_topic_queued_up_for_deletion(tp.topic):
+                return None
+            replicas = assignment.replicas
+            # Shutting-down brokers count as offline here (pitfall 7); so do replicas on
+            # failed log dirs (is_replica_online).
+            if not dirs and online.issuperset(replicas):
+                offline: tuple[int, ...] = ()
+            else:
+                offline = tuple(r for r in replicas if r not in online or tp in dirs.get(r, ()))
+            if tp.topic in queued:
                 info = LeaderIsrAndControllerEpoch(
                     LeaderAndIsr.during_delete(info.leader_and_isr.isr), info.controller_epoch
                 )
-            self.update_metadata_partitions[tp] = UpdateMetadataPartition(info, replicas, offline)
+            return UpdateMetadataPartition(info, replicas, offline)
+
+        return state
 
     # -- sending -------------------------------------------------------------------------
 

@@ -250,6 +250,10 @@ class ControllerContext:
     ) -> dict[TopicPartition, ReplicaAssignment]:
         return dict(self._table.assignments(topic))
 
+    def iter_assignments(self) -> Iterator[tuple[TopicPartition, ReplicaAssignment]]:
+        """(tp, full assignment) of every assigned partition, lazily, in insertion order."""
+        return self._table.assignments()
+
     def iter_partitions(self, topic: str | None = None) -> Iterator[TopicPartition]:
         """Partitions with an assignment, lazily, in insertion order."""
         return (tp for tp, _ in self._table.assignments(topic))
@@ -300,6 +304,17 @@ class ControllerContext:
     def partition_leadership_info(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
         entry = self._table.get(tp)
         return None if entry is None else entry.leadership
+
+    def partition_leadership_and_assignment(
+        self, tp: TopicPartition
+    ) -> tuple[LeaderIsrAndControllerEpoch | None, ReplicaAssignment]:
+        """``(partition_leadership_info(tp), partition_full_replica_assignment(tp))`` in one
+        lookup (the state machines' and the request batch's bulk paths)."""
+        entry = self._table.get(tp)
+        if entry is None:
+            return None, EMPTY_ASSIGNMENT
+        assignment = entry.assignment
+        return entry.leadership, EMPTY_ASSIGNMENT if assignment is None else assignment
 
     def partition_leader_and_isr(self, tp: TopicPartition) -> LeaderAndIsr | None:
         info = self.partition_leadership_info(tp)
@@ -460,6 +475,27 @@ class ControllerContext:
         """The recorded state; NonExistentReplica when none is recorded."""
         state = self._table.replica_state(replica.tp, replica.replica)
         return _NON_EXISTENT_REPLICA if state is None else state
+
+    def replica_states_or_insert(
+        self, replicas: Iterable[PartitionAndReplica], default: ReplicaState
+    ) -> list[ReplicaState]:
+        """Each replica's state, recording ``default`` first for those without one (Kafka's
+        ``putReplicaStateIfNotExists`` then ``replicaState``, in one pass)."""
+        table = self._table
+        out: list[ReplicaState] = []
+        for tp, replica in replicas:
+            state = table.replica_state(tp, replica)
+            if state is None:
+                table.set_replica_state(tp, replica, default, overwrite=False)
+                state = default
+            out.append(state)
+        return out
+
+    def put_replica_states(
+        self, tp: TopicPartition, states: tuple[tuple[int, ReplicaState], ...]
+    ) -> None:
+        """``put_replica_state`` of each ``(replica, state)`` of one partition."""
+        self._table.set_replica_states(tp, states)
 
     def has_replica_state(self, replica: PartitionAndReplica) -> bool:
         return self._table.replica_state(replica.tp, replica.replica) is not None

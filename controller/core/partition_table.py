@@ -245,6 +245,23 @@ class PartitionTable:
         self.replica_state_counts[state] += 1
         entry.replica_states = _intern(self._replica_states, (*states, pair))
 
+    def set_replica_states(
+        self, tp: TopicPartition, states: tuple[tuple[int, ReplicaState], ...]
+    ) -> None:
+        """``set_replica_state(..., overwrite=True)`` of each pair; one interned tuple when the
+        partition had no replica states yet (failover initialises every partition this way)."""
+        entry = self._get_or_create(tp)
+        if entry.replica_states or len({r for r, _ in states}) != len(states):
+            for replica, state in states:
+                self.set_replica_state(tp, replica, state, overwrite=True)
+            return
+        table = self._replica_states
+        pairs = tuple(_intern(table, pair) for pair in states)
+        counts = self.replica_state_counts
+        for _, state in pairs:
+            counts[state] += 1
+        entry.replica_states = _intern(table, pairs)
+
     def remove_replica_state(self, tp: TopicPartition, replica: int) -> None:
         entry = self.get(tp)
         if entry is None:

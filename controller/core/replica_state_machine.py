@@ -55,20 +55,42 @@ class ReplicaStateMachine:
     # -- start-up ------------------------------------------------------------------------
 
     def startup(self) -> None:
-        self.initialize_replica_state()
-        online, offline = self._ctx.online_and_offline_replicas()
+        online, offline = self.initialize_replica_state()
         self.handle_state_changes(online, OnlineReplica)
         self.handle_state_changes(offline, OfflineReplica)
 
-    def initialize_replica_state(self) -> None:
+    def initialize_replica_state(
+        self,
+    ) -> tuple[list[PartitionAndReplica], list[PartitionAndReplica]]:
+        """Every assigned replica Online if ``is_replica_online``, else ReplicaDeletionIneligible
+        (so that deleting a topic with a replica on a dead broker is marked failed, reference
+        §3.4). Returns the (online, offline) replicas, as ``online_and_offline_replicas`` would
+        right after (in partition order), so that start-up walks the partitions only once."""
         ctx = self._ctx
-        for tp in ctx.all_partitions():
-            for replica in ctx.partition_replica_assignment(tp):
-                pr = PartitionAndReplica(tp, replica)
-                # Offline replicas start as ineligible for deletion so that deleting a topic
-                # with a replica on a dead broker is marked failed (reference §3.4).
-                state = OnlineReplica if ctx.is_replica_online(replica, tp) else DeletionIneligible
-                ctx.put_replica_state(pr, state)
+        online: list[PartitionAndReplica] = []
+        offline: list[PartitionAndReplica] = []
+        all_online: dict[tuple[int, ...], tuple[tuple[int, ReplicaState], ...]] = {}
+        live = ctx.live_broker_ids()
+        dirs = ctx.replicas_on_offline_dirs
+        for tp, assignment in ctx.iter_assignments():
+            replicas = assignment.replicas
+            if not dirs and live.issuperset(replicas):
+                down: tuple[int, ...] = ()
+            else:
+                down = tuple(r for r in replicas if not ctx.is_replica_online(r, tp))
+            if not down:
+                states = all_online.get(replicas)
+                if states is None:
+                    states = all_online[replicas] = tuple((r, OnlineReplica) for r in replicas)
+                online.extend([PartitionAndReplica(tp, r) for r in replicas])
+            else:
+                states = tuple(
+                    (r, DeletionIneligible if r in down else OnlineReplica) for r in replicas
+                )
+                for r in replicas:
+                    (offline if r in down else online).append(PartitionAndReplica(tp, r))
+            ctx.put_replica_states(tp, states)
+        return online, offline
 
     # -- transitions ---------------------------------------------------------------------
 
@@ -97,19 +119,20 @@ class ReplicaStateMachine:
     ) -> None:
         ctx = self._ctx
         scl = self.ctl.state_change_log
-        for pr in replicas:
-            ctx.put_replica_state_if_not_exists(pr, NonExistentReplica)
-        valid, invalid = ctx.check_valid_replica_state_change(replicas, target)
-        for pr in invalid:
-            current = ctx.replica_state(pr)
-            message = transitions.invalid_replica_transition_message(pr, current, target)
+        current = ctx.replica_states_or_insert(replicas, NonExistentReplica)
+        checked, invalid_pairs = transitions.check_valid_replica_transitions(
+            (((pr, state), state) for pr, state in zip(replicas, current, strict=True)), target
+        )
+        for pr, state in invalid_pairs:
+            message = transitions.invalid_replica_transition_message(pr, state, target)
             log.error("invalid replica state transition", replica=str(pr), error=message)
-            scl.replica(pr.tp, pr.replica, current, target, result="invalid", error=message)
+            scl.replica(pr.tp, pr.replica, state, target, result="invalid", error=message)
+        valid = [pr for pr, _ in checked]
 
         if target is NewReplica:
             self._to_new(replica_id, valid)
         elif target is OnlineReplica:
-            self._to_online(replica_id, valid)
+            self._to_online(replica_id, checked)
         elif target is OfflineReplica:
             self._to_offline(replica_id, valid)
         elif target is DeletionStarted:
@@ -166,11 +189,21 @@ class ReplicaStateMachine:
                 )
             self._record(pr, NewReplica)
 
-    def _to_online(self, replica_id: int, replicas: Sequence[PartitionAndReplica]) -> None:
+    def _to_online(
+        self, replica_id: int, replicas: Sequence[tuple[PartitionAndReplica, ReplicaState]]
+    ) -> None:
+        """``replicas`` with their current states. Bulk: one LeaderAndIsr add for all of
+        them, one state-change record call, and no state write for replicas already Online
+        (a failover moves every replica Online -> Online)."""
         ctx = self._ctx
-        for pr in replicas:
-            if ctx.replica_state(pr) is NewReplica:
-                assignment = ctx.partition_full_replica_assignment(pr.tp)
+        items: list[tuple[TopicPartition, LeaderIsrAndControllerEpoch, ReplicaAssignment]] = []
+        rows: list[tuple[TopicPartition, int, ReplicaState, LeaderIsrAndControllerEpoch | None]]
+        rows = []
+        moved: list[PartitionAndReplica] = []
+        for pr, current in replicas:
+            tp = pr.tp
+            info, assignment = ctx.partition_leadership_and_assignment(tp)
+            if current is NewReplica:
                 if replica_id not in assignment.replicas:
                     log.error(
                         "replica is not in the assignment; adding it",
@@ -178,24 +211,22 @@ class ReplicaStateMachine:
                         assignment=str(assignment),
                     )
                     ctx.update_partition_full_replica_assignment(
-                        pr.tp,
+                        tp,
                         ReplicaAssignment(
                             (*assignment.replicas, replica_id),
                             assignment.adding_replicas,
                             assignment.removing_replicas,
                         ),
                     )
-            else:
-                info = ctx.partition_leadership_info(pr.tp)
-                if info is not None:
-                    self.batch.add_leader_and_isr_request_for_brokers(
-                        (replica_id,),
-                        pr.tp,
-                        info,
-                        ctx.partition_full_replica_assignment(pr.tp),
-                        is_new=False,
-                    )
-            self._record(pr, OnlineReplica)
+            elif info is not None:
+                items.append((tp, info, assignment))
+            rows.append((tp, replica_id, current, info))
+            if current is not OnlineReplica:
+                moved.append(pr)
+        self.batch.add_leader_and_isr_requests((replica_id,), items, is_new=False)
+        self.ctl.state_change_log.replicas(rows, OnlineReplica)
+        for pr in moved:
+            ctx.put_replica_state(pr, OnlineReplica)
 
     def _to_offline(self, replica_id: int, replicas: Sequence[PartitionAndReplica]) -> None:
         ctx = self._ctx

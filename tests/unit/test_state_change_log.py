@@ -250,3 +250,43 @@ def test_null_log_satisfies_the_protocol() -> None:
         sink.flush()
         sink.reopen()
         sink.close()
+
+
+def test_bulk_replica_lines_equal_single_lines() -> None:
+    """``replicas`` (the state machines' bulk path) writes exactly what ``replica`` would,
+    apart from ``ts`` (shared by the rows of one call) and ``seq``."""
+    from controller.core.model import LeaderAndIsr, LeaderIsrAndControllerEpoch
+
+    info = LeaderIsrAndControllerEpoch(LeaderAndIsr(2, 7, (2, 1)), 4)
+    rows = [
+        (TP, 1, ReplicaState.OnlineReplica, info),
+        (TopicPartition('we"ird\\topic', 0), 2, None, None),
+        (TopicPartition("t", 9), 3, ReplicaState.NewReplica, info),
+    ]
+    single, bulk = io.StringIO(), io.StringIO()
+    logs = StateChangeLog(single, 1), StateChangeLog(bulk, 1)
+    for log in logs:
+        log.set_epoch(5)
+        log.set_event("BrokerChange")
+    for tp, replica, from_state, leadership in rows:
+        lai = leadership.leader_and_isr if leadership else None
+        logs[0].replica(
+            tp, replica, from_state, ReplicaState.OnlineReplica,
+            leader=lai.leader if lai else None, leader_epoch=lai.leader_epoch if lai else None,
+            isr=lai.isr if lai else None,
+        )  # fmt: skip
+    logs[1].replicas(rows, ReplicaState.OnlineReplica)
+    for log in logs:
+        log.flush()
+    expected, got = records(single.getvalue()), records(bulk.getvalue())
+    assert len(got) == len(rows)
+    assert len({r["ts"] for r in got}) == 1
+    assert [r["seq"] for r in got] == sorted(r["seq"] for r in got)
+    for rec in got:
+        check_schema(rec)
+    strip = {"ts", "seq"}
+    assert [{k: v for k, v in r.items() if k not in strip} for r in got] == [
+        {k: v for k, v in r.items() if k not in strip} for r in expected
+    ]
+    for rec_a, rec_b in zip(got, expected, strict=True):  # same key order too
+        assert list(rec_a) == list(rec_b)
