@@ -17,6 +17,7 @@ Consistency classes of its methods:
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from controller.zk.watches import WatchRegistry, ZNodeChangeHandler, ZNodeChildC
 log = structlog.get_logger("controller.zk.gateway")
 
 MATCH_ANY_VERSION = -1
+_BROKER_ID = re.compile(r"0|[1-9][0-9]{0,9}")  # canonical decimal, as brokers name their znode
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,19 +195,25 @@ class ZkGateway:
 
     # -- brokers -------------------------------------------------------------------------
 
-    def get_all_broker_and_epochs(self) -> dict[int, BrokerAndEpoch]:
+    def get_all_broker_and_epochs(
+        self, malformed: dict[int, int] | None = None
+    ) -> dict[int, BrokerAndEpoch]:
         """Live registrations (ids sorted as ints) with their epochs (czxid).
 
         Arms the ``/brokers/ids`` child watch. Malformed registrations are logged and left
-        out; brokers that vanish between the listing and the read are skipped.
+        out (their ids and czxids go to ``malformed`` when given); brokers that vanish between
+        the listing and the read are skipped. A child whose name is not a broker id (Kafka's
+        ``toInt`` takes "-1" and "007", and fails the whole event on "abc") is logged and
+        skipped.
         """
         ids = []
         for child in self.get_children(paths.BROKERS_IDS):
-            try:
+            if _BROKER_ID.fullmatch(child) and int(child) <= codecs.INT32_MAX:
                 ids.append(int(child))
-            except ValueError:
+            else:
                 log.error(
-                    "ignoring broker registration with a non-numeric id",
+                    "ignoring broker registration whose name is not a broker id "
+                    f"(a decimal integer in [0, {codecs.INT32_MAX}])",
                     path=f"{paths.BROKERS_IDS}/{child}",
                 )
         ids.sort()
@@ -221,6 +229,8 @@ class ZkGateway:
                 log.error(
                     "ignoring malformed broker registration", path=res.path, error=exc.problem
                 )
+                if malformed is not None:
+                    malformed[broker_id] = res.stat.czxid
                 continue
             out[broker_id] = BrokerAndEpoch(broker, res.stat.czxid)
         return out
