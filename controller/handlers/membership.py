@@ -10,6 +10,7 @@ import structlog
 
 from controller.core.events import BrokerChange, BrokerModifications
 from controller.core.model import (
+    BrokerAndEpoch,
     LeaderAndIsr,
     PartitionAndReplica,
     PartitionState,
@@ -74,8 +75,18 @@ class BrokerMembership:
         if not ctl.is_active:
             return
         ctx = ctl.context
-        current = ctl.gateway.get_all_broker_and_epochs()
+        unreadable: dict[int, int] = {}
+        current = ctl.gateway.get_all_broker_and_epochs(unreadable)
         cached_epochs = dict(ctx.live_broker_id_and_epochs())
+        for b, czxid in unreadable.items():
+            cached = ctx.live_or_shutting_down_broker(b)
+            if cached is not None and cached_epochs.get(b) == czxid:
+                # Same registration (same epoch) rewritten with bad data: the broker is still
+                # there; keep its last good registration rather than fail it (logged by the
+                # gateway; Kafka fails the whole event instead).
+                current[b] = BrokerAndEpoch(cached, czxid)
+        # Registrations we cannot read are watched, so that a repair brings the broker in.
+        register_broker_modifications_handlers(ctl, sorted(set(unreadable) - set(current)))
         known = set(cached_epochs)
         new = sorted(set(current) - known)
         dead = sorted(known - set(current))
@@ -157,6 +168,11 @@ class BrokerMembership:
             log.error("ignoring malformed broker registration", path=exc.path, error=exc.problem)
             return
         old = ctx.live_or_shutting_down_broker(broker_id)
+        if current is not None and old is None:
+            # A registration left out as unreadable has been repaired: it joins now.
+            log.info("broker registration is readable again", broker_id=broker_id)
+            self.process_broker_change()
+            return
         if current is None or old is None:
             return
         new = current.broker
