@@ -20,6 +20,15 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from controller.api.errors import ApiError, Errors
+from controller.api.v1 import controller_pb2
+from controller.core.events import (
+    AlterPartitionReceived,
+    ControlledShutdown,
+    ElectionTrigger,
+    ElectionType,
+    ReplicaLeaderElection,
+)
 from controller.core.model import TopicPartition
 from controller.zk import codecs, paths
 from tests.harness import ControllerHarness
@@ -95,7 +104,10 @@ def _valid_registration(broker_id: int) -> bytes:
             "port": port,
             "jmx_port": -1,
             "timestamp": "0",
-            "endpoints": [f"PLAINTEXT://localhost:{port}", f"CONTROLLER://localhost:{port + 10000}"],
+            "endpoints": [
+                f"PLAINTEXT://localhost:{port}",
+                f"CONTROLLER://localhost:{port + 10000}",
+            ],
             "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"},
             "features": {},
         }
@@ -127,9 +139,7 @@ BAD_REGISTRATIONS = {
 }
 
 
-@pytest.mark.parametrize(
-    ("data", "words"), BAD_REGISTRATIONS.values(), ids=list(BAD_REGISTRATIONS)
-)
+@pytest.mark.parametrize(("data", "words"), BAD_REGISTRATIONS.values(), ids=list(BAD_REGISTRATIONS))
 def test_a_new_broker_with_a_malformed_registration_is_left_out(
     h: ControllerHarness, data: bytes, words: str
 ) -> None:
@@ -209,3 +219,435 @@ def test_a_registration_unreadable_at_failover_is_watched_for_its_repair() -> No
     h.drain()
     assert h.ctx.live_broker_ids() == {1, 2, 3}
     still_serving(h)
+
+
+# -- /brokers/topics/T ---------------------------------------------------------------------
+
+
+def topic_doc(**changes: Any) -> bytes:
+    doc: dict[str, Any] = {
+        "version": 3,
+        "topic_id": "pL9sH1X2QfGkT4a1b2c3dA",
+        "partitions": {"0": [1, 2]},
+        "adding_replicas": {},
+        "removing_replicas": {},
+    }
+    for key, value in changes.items():
+        if value is None:
+            doc.pop(key, None)
+        else:
+            doc[key] = value
+    return json.dumps(doc).encode()
+
+
+BAD_TOPICS = {
+    "invalid-json": (b'{"version":3,"partitions":', "invalid JSON"),
+    "empty": (b"", "no data"),
+    "not-an-object": (b'"t"', "expected a JSON object"),
+    "unknown-version": (topic_doc(version=4), "'version'"),
+    "version-a-string": (topic_doc(version="3"), "'version'"),
+    "missing-partitions": (topic_doc(partitions=None), "'partitions'"),
+    "partitions-a-list": (topic_doc(partitions=[[1, 2]]), "'partitions'"),
+    "negative-partition": (topic_doc(partitions={"-1": [1]}), "negative partition id"),
+    "non-canonical-partition": (topic_doc(partitions={"01": [1]}), "not a non-negative"),
+    "replicas-not-a-list": (topic_doc(partitions={"0": 1}), "'partitions.0'"),
+    "negative-broker-id": (topic_doc(partitions={"0": [1, -1]}), "'partitions.0[1]'"),
+    "broker-id-a-string": (topic_doc(partitions={"0": ["1"]}), "'partitions.0[0]'"),
+    "broker-id-a-boolean": (topic_doc(partitions={"0": [True]}), "'partitions.0[0]'"),
+    "duplicate-broker-id": (topic_doc(partitions={"0": [1, 2, 1]}), "duplicate broker id 1"),
+    "broker-id-too-large": (topic_doc(partitions={"0": [2**31]}), "'partitions.0[0]'"),
+    "bad-topic-id": (topic_doc(topic_id="not-a-uuid"), "'topic_id'"),
+    "adding-not-an-object": (topic_doc(adding_replicas=[4]), "'adding_replicas'"),
+    "oversized": (topic_doc(pad="x" * (1024 * 1024)), "MAX_ZNODE_BYTES"),
+}
+
+
+@pytest.mark.parametrize(("data", "words"), BAD_TOPICS.values(), ids=list(BAD_TOPICS))
+def test_a_malformed_new_topic_is_skipped_and_the_others_are_created(
+    h: ControllerHarness, data: bytes, words: str
+) -> None:
+    """Kafka reads an undecodable topic znode as an empty assignment (invalid JSON) or fails
+    the whole TopicChange (wrong types: Jackson throws), losing the other new topics. Here the
+    bad topic is skipped, named with the field, and the topics created with it come online;
+    once repaired, it is created (its znode stays watched)."""
+    before = snapshot(h)
+    with capture_logs() as logs:
+        h.admin.create(paths.topic_path("bad"), data)
+        h.create_topic("good", {0: [2, 3]}, in_context=False)
+        h.drain()
+    (logged,) = errors(logs, paths.topic_path("bad"))
+    assert words in logged["error"]
+    assert h.zk_state(TopicPartition("bad", 0)) is None
+    assert h.zk_state(TopicPartition("good", 0)) is not None
+    h.admin.set(paths.topic_path("bad"), topic_doc())  # repaired
+    h.drain()
+    repaired = h.zk_state(TopicPartition("bad", 0))
+    assert repaired is not None and repaired.leader_and_isr.leader == 1
+    still_serving(h, before)
+
+
+def test_a_malformed_rewrite_of_an_existing_topic_changes_nothing(h: ControllerHarness) -> None:
+    """PartitionModifications on an undecodable znode: logged, nothing changes, the watch is
+    re-armed so the next (valid) partition addition is seen."""
+    state = h.zk_state(HEALTHY)
+    with capture_logs() as logs:
+        h.admin.set(paths.topic_path("healthy"), b'{"version":3,"partitions":{"0":"1,2"}}')
+        h.drain()
+    (logged,) = errors(logs, paths.topic_path("healthy"))
+    assert "'partitions.0'" in logged["error"]
+    assert h.zk_state(HEALTHY) == state
+    assert h.ctx.partition_replica_assignment(HEALTHY) == (1, 2)
+    h.admin.set(paths.topic_path("healthy"), topic_doc(partitions={"0": [1, 2], "1": [3, 2]}))
+    h.drain()
+    added = h.zk_state(TopicPartition("healthy", 1))
+    assert added is not None and added.leader_and_isr.leader == 3
+    still_serving(h)
+
+
+def test_a_topic_malformed_at_failover_does_not_stop_the_failover() -> None:
+    h = ControllerHarness(controller_id=CONTROLLER_ID)
+    for b in (1, 2, 3):
+        h.register_broker(b)
+    h.create_topic("healthy", {0: [1, 2]}, in_context=False)
+    h.admin.create(paths.topic_path("bad"), b"{oops")
+    with capture_logs() as logs:
+        h.start()
+    assert errors(logs, paths.topic_path("bad"))
+    assert h.zk_state(HEALTHY) is not None
+    assert h.ctx.partition_replica_assignment(HEALTHY) == (1, 2)
+    still_serving(h)
+
+
+@pytest.mark.parametrize(
+    ("replicas", "why"),
+    [([7, 8], "No assigned replica is alive"), ([], "No assigned replica is alive")],
+    ids=["unknown-brokers", "no-replicas"],
+)
+def test_a_partition_on_unknown_brokers_waits_offline(
+    h: ControllerHarness, replicas: list[int], why: str
+) -> None:
+    """Valid JSON naming brokers that never registered (Kafka accepts them: brokers may come
+    later), or no broker at all: the partition stays NewPartition, logged, and comes online
+    when one of its brokers registers."""
+    before = snapshot(h)
+    with capture_logs() as logs:
+        h.admin.create(paths.topic_path("later"), topic_doc(partitions={"0": replicas}))
+        h.drain()
+    assert h.zk_state(TopicPartition("later", 0)) is None
+    assert any(why in str(e.get("error", "")) for e in logs)
+    if replicas:
+        h.register_broker(7)
+        h.drain()
+        state = h.zk_state(TopicPartition("later", 0))
+        assert state is not None and state.leader_and_isr.leader == 7
+    still_serving(h, (*before[:2], sorted(h.ctx.live_broker_ids())))
+
+
+# -- /brokers/topics/T/partitions/P/state --------------------------------------------------
+
+
+def state_doc(**changes: Any) -> bytes:
+    doc: dict[str, Any] = {
+        "controller_epoch": 1,
+        "leader": 1,
+        "version": 1,
+        "leader_epoch": 0,
+        "isr": [1, 2],
+    }
+    for key, value in changes.items():
+        if value is None:
+            doc.pop(key, None)
+        else:
+            doc[key] = value
+    return json.dumps(doc).encode()
+
+
+BAD_STATES = {
+    "invalid-json": (b'{"leader":1,', "invalid JSON"),
+    "empty": (b"", "LeaderAndIsr information doesn't exist"),
+    "unknown-version": (state_doc(version=2), "'version'"),
+    "leader-a-string": (state_doc(leader="1"), "'leader'"),
+    "negative-leader": (state_doc(leader=-5), "'leader'"),
+    "missing-leader-epoch": (state_doc(leader_epoch=None), "'leader_epoch'"),
+    "negative-leader-epoch": (state_doc(leader_epoch=-1), "'leader_epoch'"),
+    "isr-not-a-list": (state_doc(isr=1), "'isr'"),
+    "negative-isr-member": (state_doc(isr=[1, -2]), "'isr[1]'"),
+    "duplicate-isr-member": (state_doc(isr=[1, 2, 2]), "duplicate broker id 2"),
+    "unknown-recovery-state": (state_doc(leader_recovery_state=7), "'leader_recovery_state'"),
+    "missing-controller-epoch": (state_doc(controller_epoch=None), "'controller_epoch'"),
+    "oversized": (state_doc(pad="x" * (1024 * 1024)), "MAX_ZNODE_BYTES"),
+}
+
+TWO = TopicPartition("two", 0)
+
+
+@pytest.fixture
+def two(h: ControllerHarness) -> ControllerHarness:
+    """Adds topic ``two`` {0: [1, 2], 1: [1, 2]}, both partitions led by broker 1."""
+    h.create_topic("two", {0: [1, 2], 1: [1, 2]}, in_context=False)
+    h.drain()
+    return h
+
+
+@pytest.mark.parametrize(("data", "words"), BAD_STATES.values(), ids=list(BAD_STATES))
+def test_a_malformed_state_fails_only_its_partition_in_an_election(
+    two: ControllerHarness, data: bytes, words: str
+) -> None:
+    """The leader of two partitions dies; one state znode is unreadable. Kafka reads invalid
+    JSON as "no state" and throws on wrong types (failing the election of every partition of
+    the event). Here only that partition's election fails, naming the path and field; the
+    other partition gets a new leader, and the bad znode is left as it is."""
+    h = two
+    bad_path = paths.partition_state_path("two", 0)
+    h.admin.set(bad_path, data)
+    with capture_logs() as logs:
+        h.kill_broker(1)
+        h.drain()
+    assert h.read(bad_path) == data
+    other = h.zk_state(TopicPartition("two", 1))
+    assert other is not None and other.leader_and_isr.leader == 2
+    healthy = h.zk_state(HEALTHY)
+    assert healthy is not None and healthy.leader_and_isr.leader == 2
+    failures = [e for e in logs if "two-0" in str(e.get("partition", ""))]
+    assert any(words in str(e.get("error", "")) for e in failures), failures
+    still_serving(h)
+
+
+def test_a_state_malformed_at_failover_fails_only_its_partition() -> None:
+    """At failover an unreadable state is skipped (logged with its path): that partition stays
+    NewPartition (its creation finds the znode, as in Kafka for invalid JSON) until the state
+    is repaired and a controller fails over; every other partition is loaded."""
+    h = ControllerHarness(controller_id=CONTROLLER_ID)
+    for b in (1, 2, 3):
+        h.register_broker(b)
+    h.create_topic("healthy", {0: [1, 2]}, in_context=False)
+    h.create_topic("two", {0: [1, 2], 1: [2, 3]}, in_context=False)
+    bad_path = paths.partition_state_path("two", 0)
+    h.admin.create(bad_path, b'{"version":1,"leader":"one"}', makepath=True)
+    with capture_logs() as logs:
+        h.start()
+    assert errors(logs, bad_path)
+    assert h.ctx.partition_leadership_info(TopicPartition("two", 0)) is None
+    assert h.zk_state(TopicPartition("two", 1)) is not None
+    assert h.read(bad_path) == b'{"version":1,"leader":"one"}'
+    still_serving(h)
+    # Repaired, then picked up at the next failover (here: the session expires, the
+    # controller is elected again and reloads everything).
+    h.admin.set(bad_path, state_doc(controller_epoch=0))
+    h.zk.expire(h.port.inner, reconnect=True)
+    h.drain()
+    assert h.controller.is_active and h.ctx.epoch == 2
+    info = h.ctx.partition_leadership_info(TopicPartition("two", 0))
+    assert info is not None and info.leader_and_isr.leader == 1
+
+
+# -- /config/topics/T ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (b"not json", "invalid JSON"),
+        (b'{"version":1,"config":{"unclean.leader.election.enable":true}}', "'config."),
+        (b'{"version":2,"config":{}}', "'version'"),
+        (b'{"version":1}', "'config'"),
+    ],
+    ids=["invalid-json", "value-not-a-string", "unknown-version", "missing-config"],
+)
+def test_a_malformed_topic_config_fails_only_the_election_that_needs_it(
+    h: ControllerHarness, data: bytes, words: str
+) -> None:
+    """The controller reads ``/config/topics/T`` only to decide an unclean election (no ISR
+    member left). Kafka's getLogConfigs fails the topics it cannot read: their elections fail,
+    the partition stays offline (the clean choice) and the others proceed."""
+    h.create_topic("solo", {0: [1, 3]}, in_context=False)
+    h.drain()
+    solo = TopicPartition("solo", 0)
+    state = h.zk_state(solo)
+    assert state is not None and state.leader_and_isr.leader == 1
+    h.admin.create(paths.topic_config_path("solo"), data, makepath=True)
+    # Broker 3 leaves the ISR, then the leader dies: only an unclean election could help.
+    h.kill_broker(3)
+    h.drain()
+    with capture_logs() as logs:
+        h.kill_broker(1)
+        h.drain()
+    after = h.zk_state(solo)
+    assert after is not None and after.leader_and_isr.leader == -1
+    assert any(
+        words in str(e.get("error", "")) and "solo-0" in str(e.get("partition", "")) for e in logs
+    ), logs
+    healthy = h.zk_state(HEALTHY)
+    assert healthy is not None and healthy.leader_and_isr.leader == 2
+    still_serving_without(h, {1, 3})
+
+
+def still_serving_without(h: ControllerHarness, dead: set[int]) -> None:
+    """``still_serving`` for a cluster that lost brokers: a new topic on broker 2 comes up."""
+    h.drain()
+    assert h.controller.is_active
+    name = f"after{len(h.ctx.all_topics)}"
+    h.create_topic(name, {0: [2]}, in_context=False)
+    h.drain()
+    state = h.zk_state(TopicPartition(name, 0))
+    assert state is not None and state.leader_and_isr.leader == 2
+    assert not dead & h.ctx.live_broker_ids()
+
+
+# -- RPCs: ControlledShutdown, AlterPartition, ElectLeaders ----------------------------------
+
+
+def controlled_shutdown(h: ControllerHarness, broker_id: int, epoch: int) -> object:
+    event = ControlledShutdown(broker_id=broker_id, broker_epoch=epoch)
+    h.put(event)
+    h.drain()
+    try:
+        return event.reply.result(0)
+    except ApiError as exc:
+        return exc.error
+
+
+@pytest.mark.parametrize(
+    ("broker_id", "epoch", "answer"),
+    [
+        (-1, -1, Errors.BROKER_NOT_AVAILABLE),
+        (-7, 5, Errors.BROKER_NOT_AVAILABLE),
+        (2**31 - 1, -1, Errors.BROKER_NOT_AVAILABLE),
+        (1, -5, Errors.STALE_BROKER_EPOCH),  # any negative epoch but -1 is just lower
+        (1, 0, Errors.STALE_BROKER_EPOCH),
+    ],
+    ids=["negative-id", "negative-id-with-epoch", "unknown-id", "negative-epoch", "zero-epoch"],
+)
+def test_controlled_shutdown_with_bad_fields_is_refused_and_changes_nothing(
+    h: ControllerHarness, broker_id: int, epoch: int, answer: Errors
+) -> None:
+    before = snapshot(h)
+    assert controlled_shutdown(h, broker_id, epoch) is answer
+    assert h.ctx.shutting_down_broker_ids == set()
+    still_serving(h, before)
+
+
+def alter_partition(h: ControllerHarness, request: Any) -> Any:
+    event = AlterPartitionReceived(request=request)
+    h.put(event)
+    h.drain()
+    return event.reply.result(0)
+
+
+def isr_request(
+    h: ControllerHarness,
+    *,
+    broker_id: int = 1,
+    broker_epoch: int | None = None,
+    topic: str = "healthy",
+    topic_id: str = "",
+    partition: int = 0,
+    isr: tuple[int, ...] = (1,),
+    leader_epoch: int | None = None,
+    recovery: int = 0,
+    repeat: int = 1,
+) -> controller_pb2.AlterPartitionRequest:
+    state = h.zk_state(HEALTHY)
+    assert state is not None
+    lai = state.leader_and_isr
+    epoch = broker_epoch if broker_epoch is not None else h.ctx.live_broker_id_and_epochs()[1]
+    data = controller_pb2.AlterPartitionPartitionData(
+        partition_index=partition,
+        leader_epoch=lai.leader_epoch if leader_epoch is None else leader_epoch,
+        new_isr_with_epochs=[controller_pb2.BrokerState(broker_id=b, broker_epoch=-1) for b in isr],
+        leader_recovery_state=recovery,  # type: ignore[arg-type]
+        partition_epoch=lai.partition_epoch,
+    )
+    return controller_pb2.AlterPartitionRequest(
+        broker_id=broker_id,
+        broker_epoch=epoch,
+        topics=[
+            controller_pb2.AlterPartitionTopicData(
+                topic_id=topic_id, topic_name="" if topic_id else topic, partitions=[data] * repeat
+            )
+        ],
+    )
+
+
+def partition_errors(response: Any) -> list[int]:
+    return [p.error_code for t in response.topics for p in t.partitions]
+
+
+@pytest.mark.parametrize(
+    ("changes", "top", "per_partition"),
+    [
+        ({"broker_id": -1, "broker_epoch": -1}, Errors.STALE_BROKER_EPOCH, []),
+        ({"broker_epoch": 12345}, Errors.STALE_BROKER_EPOCH, []),
+        ({"topic": ""}, Errors.NONE, [Errors.UNKNOWN_TOPIC_OR_PARTITION]),
+        ({"topic": "no such topic!"}, Errors.NONE, [Errors.UNKNOWN_TOPIC_OR_PARTITION]),
+        ({"topic_id": "AAAAAAAAAAAAAAAAAAAAAA"}, Errors.NONE, [Errors.UNKNOWN_TOPIC_ID]),
+        ({"partition": -1}, Errors.NONE, [Errors.UNKNOWN_TOPIC_OR_PARTITION]),
+        ({"partition": 2**31 - 1}, Errors.NONE, [Errors.UNKNOWN_TOPIC_OR_PARTITION]),
+        ({"isr": ()}, Errors.NONE, [Errors.INVALID_REQUEST]),
+        ({"isr": (1, -3)}, Errors.NONE, [Errors.INVALID_REQUEST]),
+        ({"isr": (1, 1)}, Errors.NONE, [Errors.INVALID_REQUEST]),
+        ({"isr": (1, 99)}, Errors.NONE, [Errors.INVALID_REQUEST]),
+        ({"recovery": 9}, Errors.NONE, [Errors.INVALID_REQUEST]),
+        ({"leader_epoch": -5}, Errors.NONE, [Errors.FENCED_LEADER_EPOCH]),
+        ({"repeat": 2}, Errors.NONE, [Errors.INVALID_REQUEST]),  # one answer for both
+    ],
+    ids=[
+        "negative-broker",
+        "wrong-broker-epoch",
+        "empty-topic-name",
+        "unknown-topic-name",
+        "unknown-topic-id",
+        "negative-partition",
+        "unknown-partition",
+        "empty-isr",
+        "negative-isr-member",
+        "duplicate-isr-member",
+        "isr-member-not-a-replica",
+        "unknown-recovery-state",
+        "negative-leader-epoch",
+        "partition-listed-twice",
+    ],
+)
+def test_alter_partition_with_bad_fields_is_refused_and_writes_nothing(
+    h: ControllerHarness, changes: dict[str, Any], top: Errors, per_partition: list[Errors]
+) -> None:
+    before = snapshot(h)
+    zxid = h.zxid
+    response = alter_partition(h, isr_request(h, **changes))
+    assert response.error_code == top
+    assert partition_errors(response) == per_partition
+    assert h.zxid == zxid  # nothing written
+    still_serving(h, before)
+
+
+def elect(h: ControllerHarness, partitions: set[TopicPartition], kind: ElectionType) -> Any:
+    event = ReplicaLeaderElection(
+        partitions=frozenset(partitions),
+        election_type=kind,
+        trigger=ElectionTrigger.ADMIN_CLIENT_TRIGGERED,
+    )
+    h.put(event)
+    h.drain()
+    return event.reply.result(0)
+
+
+@pytest.mark.parametrize("kind", [ElectionType.PREFERRED, ElectionType.UNCLEAN])
+def test_elect_leaders_for_unknown_or_impossible_partitions_answers_each(
+    h: ControllerHarness, kind: ElectionType
+) -> None:
+    before = snapshot(h)
+    asked = {
+        TopicPartition("healthy", -1),
+        TopicPartition("healthy", 7),
+        TopicPartition("", 0),
+        TopicPartition("no such topic!", 0),
+    }
+    result = elect(h, asked | {HEALTHY}, kind)
+    assert set(result) == asked | {HEALTHY}
+    for tp in asked:
+        assert isinstance(result[tp], ApiError)
+        assert result[tp].error is Errors.UNKNOWN_TOPIC_OR_PARTITION
+    # The real partition needs no election: its leader is already the preferred one.
+    assert isinstance(result[HEALTHY], ApiError)
+    assert result[HEALTHY].error is Errors.ELECTION_NOT_NEEDED
+    still_serving(h, before)
