@@ -74,6 +74,53 @@ def store_assignments(
     return stored
 
 
+def adopt_existing_partitions(
+    ctl: Controller, partitions: Sequence[TopicPartition]
+) -> list[TopicPartition]:
+    """Take over, as failover does, the partitions that already have a state znode; return
+    the others (really new).
+
+    The context lacks partitions whose topic znode was unreadable when it was loaded; once
+    the znode is repaired they look new. Creating them would find their state znodes and fail
+    for good (as in Kafka, until the next failover), leaving them unmanaged: no election when
+    their leader dies. Instead: leadership from ZooKeeper, Online or Offline by leader,
+    replicas Online (LeaderAndIsr to them) or ReplicaDeletionIneligible then Offline when
+    their broker is down, then the usual offline election.
+    """
+    if not partitions:
+        return []
+    ctx = ctl.context
+    states = ctl.gateway.get_partition_states(partitions)
+    if not states:
+        return list(partitions)
+    online: list[PartitionAndReplica] = []
+    offline: list[PartitionAndReplica] = []
+    for tp in sorted(states):
+        info = states[tp]
+        ctx.put_partition_leadership_info(tp, info)
+        leader_online = ctx.is_replica_online(info.leader_and_isr.leader, tp)
+        ctx.put_partition_state(
+            tp, PartitionState.OnlinePartition if leader_online else PartitionState.OfflinePartition
+        )
+        for replica in ctx.partition_replica_assignment(tp):
+            pr = PartitionAndReplica(tp, replica)
+            if ctx.is_replica_online(replica, tp):
+                ctx.put_replica_state(pr, ReplicaState.OnlineReplica)
+                online.append(pr)
+            else:
+                ctx.put_replica_state(pr, ReplicaState.ReplicaDeletionIneligible)
+                offline.append(pr)
+    log.warning(
+        "taking over partitions whose state already exists (their topic znode was unreadable "
+        "when this controller loaded it)",
+        partitions=[str(tp) for tp in sorted(states)],
+    )
+    ctl.replica_state_machine.handle_state_changes(online, ReplicaState.OnlineReplica)
+    ctl.replica_state_machine.handle_state_changes(offline, ReplicaState.OfflineReplica)
+    ctl.partition_state_machine.trigger_online_partition_state_change()
+    return [tp for tp in partitions if tp not in states]
+
+
 def on_new_partition_creation(ctl: Controller, partitions: Sequence[TopicPartition]) -> None:
     """New -> (NewReplica) -> Online -> (OnlineReplica), reference §2.5."""
     ctx = ctl.context
@@ -152,7 +199,9 @@ class Topics:
             return  # changes to existing partitions' replicas are ignored (pitfall 13)
         added = store_assignments(ctl, [TopicAssignment(topic, assignment.topic_id, to_add)])
         log.info("new partitions for topic", topic=topic, partitions=sorted(to_add))
-        on_new_partition_creation(ctl, added)
+        new = adopt_existing_partitions(ctl, added)
+        if new:
+            on_new_partition_creation(ctl, new)
 
     def _restore_topic_znode(self, topic: str, topic_id: str | None) -> None:
         ctx = self.ctl.context

@@ -320,6 +320,33 @@ def test_a_topic_malformed_at_failover_does_not_stop_the_failover() -> None:
     still_serving(h)
 
 
+def test_an_existing_topic_unreadable_at_failover_is_taken_over_once_repaired(
+    h: ControllerHarness,
+) -> None:
+    """The next controller finds the topic znode of a live topic unreadable: the topic is
+    skipped. Once repaired, its partitions look new; creating them would find their state
+    znodes and fail for good (Kafka: until another failover), leaving them unmanaged. They are
+    taken over with their existing state, and elected again when their leader dies."""
+    h.create_topic("t", {0: [1, 2]}, in_context=False)
+    h.drain()
+    tp = TopicPartition("t", 0)
+    good = h.read(paths.topic_path("t"))
+    state = h.zk_state(tp)
+    h.admin.set(paths.topic_path("t"), b"{oops")
+    h.zk.expire(h.port.inner, reconnect=True)  # a new election and failover
+    h.drain()
+    assert h.ctx.partition_leadership_info(tp) is None
+    h.admin.set(paths.topic_path("t"), good or b"")
+    h.drain()
+    assert h.ctx.partition_leadership_info(tp) == state
+    assert h.zk_state(tp) == state  # taken over as it was, not re-created
+    h.kill_broker(1)
+    h.drain()
+    after = h.zk_state(tp)
+    assert after is not None and after.leader_and_isr.leader == 2
+    still_serving_without(h, {1})
+
+
 @pytest.mark.parametrize(
     ("replicas", "why"),
     [([7, 8], "No assigned replica is alive"), ([], "No assigned replica is alive")],
