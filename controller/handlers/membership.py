@@ -85,8 +85,6 @@ class BrokerMembership:
                 # there; keep its last good registration rather than fail it (logged by the
                 # gateway; Kafka fails the whole event instead).
                 current[b] = BrokerAndEpoch(cached, czxid)
-        # Registrations we cannot read are watched, so that a repair brings the broker in.
-        register_broker_modifications_handlers(ctl, sorted(set(unreadable) - set(current)))
         known = set(cached_epochs)
         new = sorted(set(current) - known)
         dead = sorted(known - set(current))
@@ -116,6 +114,9 @@ class BrokerMembership:
         if dead:
             ctx.remove_live_brokers(dead)
             self.on_broker_failure(dead)
+        # Registrations we cannot read are watched (after on_broker_failure dropped the
+        # handlers of the dead), so that a repair brings the broker in.
+        register_broker_modifications_handlers(ctl, sorted(set(unreadable) - set(current)))
 
     def on_broker_startup(self, new_brokers: Sequence[int]) -> None:
         ctl = self.ctl

@@ -745,3 +745,22 @@ def test_a_live_cluster_shrugs_off_a_mix_of_malformed_znodes(cluster: Cluster, c
         paths.partition_state_path("two", 0),
     ):
         assert path in logged, path
+
+
+def test_a_broker_that_reregisters_unreadable_is_failed_then_joins_once_repaired(
+    h: ControllerHarness,
+) -> None:
+    """A new registration (new epoch: the broker restarted or its session expired) that
+    cannot be read: the old incarnation is gone and the new one cannot be reached, so the
+    broker is failed; it joins when its registration is repaired (simulation seed 145)."""
+    h.kill_broker(1)
+    session = h.zk.open_session()
+    session.create(paths.broker_path(1), b"{oops", ephemeral=True)
+    h.drain()
+    assert h.ctx.live_broker_ids() == {2, 3}
+    state = h.zk_state(HEALTHY)
+    assert state is not None and state.leader_and_isr.leader == 2
+    session.set(paths.broker_path(1), _valid_registration(1))
+    h.drain()
+    assert h.ctx.live_broker_ids() == {1, 2, 3}
+    still_serving(h)
