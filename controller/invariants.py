@@ -317,8 +317,9 @@ class Checker:
             if history is not None:
                 history.any_order.update(request.partitions)
         elif request.kind == "delete":
-            if history is not None:
-                history.deletion_requested = True
+            if history is None:  # e.g. a topic whose znode was never readable
+                history = self._topics[request.topic] = _TopicHistory()
+            history.deletion_requested = True
         else:
             raise ValueError(f"unknown assignment request kind {request.kind!r}")
 

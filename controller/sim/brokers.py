@@ -57,6 +57,7 @@ class SimBroker:
         self.incarnation = 0
         self.shutting_down = False
         self.paused_until = 0.0  # a stalled process answers nothing until then
+        self.unreadable = False  # its registration was rewritten with bad data
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -78,6 +79,7 @@ class SimBroker:
             self.expire_session()
         self.incarnation += 1
         self.shutting_down = False
+        self.unreadable = False
         self.state = ReplicaState(self.broker_id)
         self._register()
 

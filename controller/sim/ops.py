@@ -27,6 +27,7 @@ from controller.core.events import (
 )
 from controller.core.model import ReplicaAssignment, TopicAssignment, TopicPartition
 from controller.invariants import AssignmentRequest
+from controller.sim.brokers import registration
 from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError
 
@@ -57,6 +58,10 @@ WEIGHTS: dict[str, int] = {
     "disconnect_controller": 2,
     "stall_controller": 2,
     "zombie_controller": 2,
+    "malformed_topic": 1,
+    "repair_topics": 1,
+    "malformed_registration": 1,
+    "malformed_admin_request": 1,
 }
 
 
@@ -184,6 +189,54 @@ class Operations:
                 trigger=ElectionTrigger.ADMIN_CLIENT_TRIGGERED,
             )
         )
+
+    # -- malformed input ---------------------------------------------------------------------
+
+    def op_malformed_topic(self: World) -> None:
+        """An admin writes an unreadable topic znode (repaired later by ``op_repair_topics``)."""
+        topic = f"m{next(self.topic_seq)}"
+        self.log(f"admin writes an unreadable /brokers/topics/{topic}")
+        self.admin.create(paths.topic_path(topic), b'{"version":3,"partitions":{"0":[1,1]}}')
+        self.unreadable_topics.append(topic)
+
+    def op_repair_topics(self: World) -> None:
+        while self.unreadable_topics:
+            topic = self.unreadable_topics.pop(0)
+            if self.zk.read(paths.topic_path(topic)) is None:
+                continue
+            if self.zk.read(paths.delete_topic_path(topic)) is not None:
+                continue  # being deleted: the admin tool would not touch it
+            assignment = {0: self._replicas(min(2, len(self.brokers)))}
+            self.log(f"admin repairs /brokers/topics/{topic}: {assignment}")
+            self.observer.on_request(AssignmentRequest("create", topic, assignment))
+            data = codecs.encode_topic_assignment(
+                TopicAssignment(topic, self._new_topic_id(), {0: ReplicaAssignment(assignment[0])})
+            )
+            self.admin.set(paths.topic_path(topic), data)
+
+    def op_malformed_registration(self: World, broker: int) -> None:
+        """A running broker rewrites its registration with bad data (same session)."""
+        b = self.brokers[broker]
+        if not b.up or b.session is None:
+            return
+        self.log(f"b{broker} rewrites its registration unreadable")
+        b.session.set(paths.broker_path(broker), b'{"version":5,"endpoints":"?"}')
+        b.unreadable = True
+
+    def repair_registrations(self: World) -> None:
+        """Brokers with an unreadable registration write a good one again (same session)."""
+        for broker, b in sorted(self.brokers.items()):
+            if b.unreadable and b.session is not None:
+                self.log(f"b{broker} repairs its registration")
+                b.session.set(paths.broker_path(broker), registration(broker))
+            b.unreadable = False
+
+    def op_malformed_admin_request(self: World, preferred: bool) -> None:
+        path = paths.PREFERRED_REPLICA_ELECTION if preferred else paths.REASSIGN_PARTITIONS
+        if self.zk.read(path) is not None:
+            return
+        self.log(f"admin writes an unreadable {path}")
+        self.admin.create(path, b"{not json", makepath=True)
 
     # -- brokers -----------------------------------------------------------------------------
 
@@ -410,6 +463,12 @@ def random_op(world: World) -> tuple[str, dict[str, Any]]:
             "member": rng.choice(brokers),
             "expand": rng.random() < 0.6,
         }
+    if name in ("malformed_topic", "repair_topics"):
+        return name, {}
+    if name == "malformed_admin_request":
+        return name, {"preferred": rng.random() < 0.5}
+    if name == "malformed_registration":
+        return name, {"broker": rng.choice(brokers)}
     if name.endswith("_broker") or name == "controlled_shutdown":
         args = {"broker": rng.choice(brokers)}  # type: ignore[no-redef]
         if name == "pause_broker":

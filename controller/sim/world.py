@@ -123,6 +123,7 @@ class World(Operations):
         self.brokers = {b: SimBroker(b, self.zk) for b in self.config.brokers}
         self.controllers = {c: SimController(c) for c in self.config.controllers}
         self.topic_seq = itertools.count()
+        self.unreadable_topics: list[str] = []  # written malformed, not repaired yet
 
     def _dispatch(self, delivery: Action) -> None:
         if is_session_state(delivery):
@@ -336,6 +337,8 @@ class World(Operations):
         queues drain and timers fire until session timeout + slack of virtual time has passed.
         Returns violations of quiescence (a run that never settles)."""
         self.log("faults stop")
+        self.op_repair_topics()
+        self.repair_registrations()
         for sc in self.controllers.values():
             sc.stalled_until, sc.zombie = 0.0, False
             if not sc.up:
@@ -362,7 +365,12 @@ class World(Operations):
     # -- end-of-run checks -------------------------------------------------------------------
 
     def live_brokers(self) -> set[int]:
-        return {b for b, broker in self.brokers.items() if broker.up and broker.registered}
+        """Running, registered, and with a readable registration (else nobody can reach it)."""
+        return {
+            b
+            for b, broker in self.brokers.items()
+            if broker.up and broker.registered and not broker.unreadable
+        }
 
     def partition_states(self) -> dict[TopicPartition, tuple[int, int, tuple[int, ...], int]]:
         """(leader, leader epoch, ISR, zkVersion) of every partition state znode."""
