@@ -195,7 +195,11 @@ def test_create_and_get_topic_partition_states_raw(gw: ZkGateway, port: ZkPort, 
     assert port.exists(paths.topic_partitions_path("topic1")) is None  # nothing written
     assert gw.create_topic_partition_states(states, epoch) == {TP10: None, TP11: None}
     assert gw.get_partition_states_raw([TP10, TP11]) == states
-    again = gw.create_topic_partition_states(states, epoch)
+    # Creating exactly the same states again (a resend after a lost reply) is our own write.
+    assert gw.create_topic_partition_states(states, epoch) == {TP10: None, TP11: None}
+    # A state znode holding something else: NODEEXISTS for that partition.
+    other = {TP10: state(1), TP11: state(1)}
+    again = gw.create_topic_partition_states(other, epoch)
     assert sorted(again) == [TP10, TP11]
     assert all(isinstance(err, NodeExistsError) for err in again.values())
     # A topic whose znode is gone: NONODE for its partitions, the others still created.
@@ -226,8 +230,16 @@ def test_update_leader_and_isr(gw: ZkGateway, port: ZkPort, epoch: int) -> None:
     stored = gw.get_partition_states([TP10])[TP10]
     assert (stored.controller_epoch, stored.leader_and_isr) == (2, lai(1, 1))
 
-    stale = gw.update_leader_and_isr({TP10: lai(1, 0), TP11: lai(1, 0)}, 2, epoch)
+    # A conditional write at a version that moved, with content that is not ours: BADVERSION,
+    # to be retried by re-reading.
+    stale = gw.update_leader_and_isr(
+        {TP10: lai(1, 0, leader=2), TP11: lai(1, 0, leader=2)}, 2, epoch
+    )
     assert stale.finished == {} and stale.to_retry == {TP10, TP11}
+    # The same write again, as a resend after a lost reply: ZooKeeper holds exactly our
+    # content one version on, so it was written (not a conflict with someone else).
+    resent = gw.update_leader_and_isr({TP10: lai(1, 0), TP11: lai(1, 0)}, 2, epoch)
+    assert resent.finished == {TP10: lai(1, 1), TP11: lai(1, 1)} and resent.to_retry == set()
 
     ok = gw.update_leader_and_isr({TP10: lai(2, 1), TP11: lai(2, 1)}, 2, epoch)
     assert ok.finished == {TP10: lai(2, 2), TP11: lai(2, 2)}
