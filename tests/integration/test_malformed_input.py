@@ -372,6 +372,17 @@ def test_a_partition_on_unknown_brokers_waits_offline(
     still_serving(h, (*before[:2], sorted(h.ctx.live_broker_ids())))
 
 
+def test_a_rewrite_of_existing_replica_lists_is_ignored(h: ControllerHarness) -> None:
+    """Valid JSON changing an existing partition's replicas (not through a reassignment):
+    ignored, as Kafka does (pitfall 13); the controller keeps the assignment it knows."""
+    before = snapshot(h)
+    h.admin.set(paths.topic_path("healthy"), topic_doc(partitions={"0": [3, 2]}))
+    h.drain()
+    assert h.ctx.partition_replica_assignment(HEALTHY) == (1, 2)
+    assert h.zk_state(HEALTHY) == before[1]
+    still_serving(h)
+
+
 # -- /brokers/topics/T/partitions/P/state --------------------------------------------------
 
 
@@ -440,6 +451,25 @@ def test_a_malformed_state_fails_only_its_partition_in_an_election(
     failures = [e for e in logs if "two-0" in str(e.get("partition", ""))]
     assert any(words in str(e.get("error", "")) for e in failures), failures
     still_serving(h)
+
+
+def test_a_state_naming_unknown_brokers_is_taken_as_written(two: ControllerHarness) -> None:
+    """Valid JSON whose ISR names a broker that is not a replica (99): taken as written, as in
+    Kafka. When the leader dies, only live replicas in the ISR can lead: none here, so the
+    partition goes offline cleanly (the dead leader leaves the ISR); the others move on."""
+    h = two
+    bad_path = paths.partition_state_path("two", 0)
+    current = h.zk_state(TWO)
+    assert current is not None
+    h.admin.set(bad_path, state_doc(isr=[1, 99], leader_epoch=current.leader_and_isr.leader_epoch))
+    h.kill_broker(1)
+    h.drain()
+    after = h.zk_state(TWO)
+    assert after is not None
+    assert (after.leader_and_isr.leader, after.leader_and_isr.isr) == (-1, (99,))
+    other = h.zk_state(TopicPartition("two", 1))
+    assert other is not None and other.leader_and_isr.leader == 2
+    still_serving_without(h, {1})
 
 
 def test_a_state_malformed_at_failover_fails_only_its_partition() -> None:
