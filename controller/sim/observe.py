@@ -19,6 +19,9 @@ from controller.sim.zk import Change
 from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError
 
+#: Simulation-only: a controller write that bypassed the epoch fencing (reference §1.5).
+UNFENCED_WRITE = "sim-unfenced-write"
+
 _STATE = re.compile(r"/brokers/topics/([^/]+)/partitions/([0-9]+)/state")
 _TOPIC = re.compile(r"/brokers/topics/([^/]+)")
 
@@ -33,6 +36,7 @@ class Observer:
         # Partitions whose reassignment was cancelled or re-targeted: such a request may leave
         # a replica that was being added alone in the ISR (Kafka's behaviour).
         self.retargeted: set[tuple[str, int]] = set()
+        self.unfenced: list[inv.Violation] = []
         self._reassigning: set[tuple[str, int]] = set()  # per the last topic znode version
 
     # -- ZooKeeper ---------------------------------------------------------------------------
@@ -131,6 +135,22 @@ class Observer:
                 inv.ControllerWrite(controller_id, self.epoch_now, path)
             )
 
+    def on_unfenced_write(self, controller_id: int, method: str, written: list[str]) -> None:
+        """Writes a controller made without the ``/controller_epoch`` check: only its election
+        (its own compare-and-set) and Kafka's unfenced housekeeping are allowed (§1.5)."""
+        if method == "multi" and sorted(written) == [paths.CONTROLLER, paths.CONTROLLER_EPOCH]:
+            return  # the election multi
+        if method == "create" and written == [paths.CONTROLLER_EPOCH]:
+            return  # the first election creates the epoch node
+        if method == "delete" and all(p.startswith(paths.CONFIG_CHANGES + "/") for p in written):
+            return  # expired config change notifications, as Kafka's brokers purge them
+        self.unfenced.append(
+            inv.Violation(
+                UNFENCED_WRITE,
+                f"controller {controller_id} wrote {written} without the epoch check ({method})",
+            )
+        )
+
     def on_unclean_election(self, topic: str, partition: int, leader_epoch: int) -> None:
         self.checker.observe_unclean_election(inv.UncleanElection(topic, partition, leader_epoch))
 
@@ -147,11 +167,11 @@ class Observer:
     # -- results -----------------------------------------------------------------------------
 
     def violations(self) -> list[inv.Violation]:
-        return self.checker.violations()
+        return self.checker.violations() + self.unfenced
 
     def found_any(self) -> bool:
         """Cheap test, after each step, for violations found so far (pending checks aside)."""
-        return self.checker.flagged > 0
+        return self.checker.flagged > 0 or bool(self.unfenced)
 
 
 __all__ = ["Observer"]

@@ -193,6 +193,7 @@ class World(Operations):
             self.zk,
             before_call=partial(self._before_call, sc),
             on_fenced_write=partial(self.observer.on_fenced_write, cid),
+            on_unfenced_write=partial(self.observer.on_unfenced_write, cid),
         )
         sc.channel = SimChannel(cid)
         ctl = Controller(self._controller_config(cid), port, sc.channel)  # type: ignore[arg-type]

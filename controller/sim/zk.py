@@ -100,6 +100,8 @@ def is_session_state(delivery: Callable[[], None]) -> bool:
 CallHook = Callable[[str], None]
 #: A fenced write that committed: (paths written).
 FencedWriteListener = Callable[[list[str]], None]
+#: A write without the epoch check that committed: (method, paths written).
+UnfencedWriteListener = Callable[[str, list[str]], None]
 
 
 class ControllerPort:
@@ -113,11 +115,13 @@ class ControllerPort:
         *,
         before_call: CallHook | None = None,
         on_fenced_write: FencedWriteListener | None = None,
+        on_unfenced_write: UnfencedWriteListener | None = None,
     ) -> None:
         self.inner = session
         self._zk = zk
         self.before_call = before_call
         self.on_fenced_write = on_fenced_write
+        self.on_unfenced_write = on_unfenced_write
 
     def _enter(self, method: str) -> None:
         if self.before_call is not None:
@@ -166,28 +170,38 @@ class ControllerPort:
     def multi_many(self, transactions: Sequence[Sequence[Op]]) -> list[list[OpResult]]:
         self._enter("multi")
         results = self.inner.multi_many(transactions)
-        if self.on_fenced_write is not None:
-            written = [
-                op.path
-                for ops, res in zip(transactions, results, strict=True)
-                if _is_fenced(ops) and all(r.ok for r in res)
-                for op in ops[1:]
-            ]
-            if written:
-                self.on_fenced_write(written)
+        fenced: list[str] = []
+        for ops, res in zip(transactions, results, strict=True):
+            if not all(r.ok for r in res):
+                continue
+            if _is_fenced(ops):
+                fenced += [op.path for op in ops[1:]]
+            elif self.on_unfenced_write is not None:
+                self.on_unfenced_write("multi", [op.path for op in ops])
+        if fenced and self.on_fenced_write is not None:
+            self.on_fenced_write(fenced)
         return results
+
+    def _unfenced(self, method: str, path: str) -> None:
+        if self.on_unfenced_write is not None:
+            self.on_unfenced_write(method, [path])
 
     def create(self, path: str, data: bytes | None = None, **kwargs: Any) -> str:
         self._enter("create")
-        return self.inner.create(path, data, **kwargs)
+        created = self.inner.create(path, data, **kwargs)
+        self._unfenced("create", created)
+        return created
 
     def set(self, path: str, data: bytes, version: int = -1) -> Any:
         self._enter("set")
-        return self.inner.set(path, data, version)
+        stat = self.inner.set(path, data, version)
+        self._unfenced("set", path)
+        return stat
 
     def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
         self._enter("delete")
         self.inner.delete(path, version, recursive=recursive)
+        self._unfenced("delete", path)
 
     def ensure_path(self, path: str) -> None:
         self._enter("ensure_path")
