@@ -1000,3 +1000,54 @@ def test_default_paths_are_used_when_none_given() -> None:
     with pytest.raises(MalformedZnodeError) as info:
         codecs.decode_topic_assignment("orders", b"{}")
     assert info.value.path == "/brokers/topics/orders"
+
+
+# Partition states: the fast paths (canonical bytes, no JSON decoder) agree with json exactly.
+
+_small_ids = st.lists(st.integers(0, 2**31 - 1), unique=True, max_size=6)
+
+
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(-1, 2**31 - 1),
+    st.integers(0, 2**31 - 1),
+    _small_ids,
+    st.integers(0, 1000),
+)
+def test_partition_state_fast_paths_agree_with_json(
+    controller_epoch: int, leader: int, leader_epoch: int, isr: list[int], version: int
+) -> None:
+    state = LeaderIsrAndControllerEpoch(
+        LeaderAndIsr(leader, leader_epoch, tuple(isr), LeaderRecoveryState.RECOVERED, version),
+        controller_epoch,
+    )
+    doc = {
+        "controller_epoch": controller_epoch,
+        "leader": leader,
+        "version": 1,
+        "leader_epoch": leader_epoch,
+        "isr": isr,
+    }
+    encoded = codecs.encode_partition_state(state)
+    assert encoded == json.dumps(doc, separators=(",", ":")).encode()
+    assert codecs.decode_partition_state(encoded, version) == state
+    # The same document spaced out goes the full (json) path: same result.
+    spaced = json.dumps(doc, indent=1).encode()
+    assert codecs.decode_partition_state(spaced, version) == state
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"controller_epoch":01,"leader":1,"version":1,"leader_epoch":0,"isr":[1]}',
+        b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1,1]}',
+        b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":2147483648,"isr":[1]}',
+        b'{"controller_epoch":1,"leader":-2,"version":1,"leader_epoch":0,"isr":[1]}',
+        b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[9999999999]}',
+        b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1,]}',
+        b'{"controller_epoch":1,"leader":1,"version":2,"leader_epoch":0,"isr":[1]}',
+    ],
+)
+def test_partition_state_near_canonical_but_invalid_is_malformed(data: bytes) -> None:
+    with pytest.raises(MalformedZnodeError):
+        codecs.decode_partition_state(data, 0)

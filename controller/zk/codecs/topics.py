@@ -91,6 +91,14 @@ def decode_topic_assignment(
 def encode_partition_state(state: LeaderIsrAndControllerEpoch) -> bytes:
     """``partition_epoch`` is the znode's zkVersion and is never written."""
     lai = state.leader_and_isr
+    if lai.leader_recovery_state is LeaderRecoveryState.RECOVERED:
+        # Every election and ISR change writes one: the bytes json.dumps gives for this
+        # document (same key order, no spaces), ~5x faster. A test pins the equality.
+        return (
+            f'{{"controller_epoch":{int(state.controller_epoch):d},"leader":{int(lai.leader):d},'
+            f'"version":1,"leader_epoch":{int(lai.leader_epoch):d},'
+            f'"isr":[{",".join([f"{int(r):d}" for r in lai.isr])}]}}'
+        ).encode()
     doc: dict[str, Any] = {
         "controller_epoch": state.controller_epoch,
         "leader": lai.leader,
@@ -106,10 +114,37 @@ def encode_partition_state(state: LeaderIsrAndControllerEpoch) -> bytes:
 _RECOVERY_STATES = {s.value: s for s in LeaderRecoveryState}
 
 
+# The state znode as this controller writes it (encode_partition_state), with JSON's own
+# number grammar for non-negative integers (no leading zeros) and a leader of -1 allowed.
+_CANONICAL_STATE = re.compile(
+    rb'\{"controller_epoch":(0|[1-9][0-9]{0,9}),"leader":(-1|0|[1-9][0-9]{0,9}),'
+    rb'"version":1,"leader_epoch":(0|[1-9][0-9]{0,9}),'
+    rb'"isr":\[((?:0|[1-9][0-9]{0,9})(?:,(?:0|[1-9][0-9]{0,9}))*)?\]\}'
+)
+
+
 def decode_partition_state(
     data: bytes | None, zk_version: int, path: str | None = None
 ) -> LeaderIsrAndControllerEpoch:
     """The state znode; ``partition_epoch`` is set to ``zk_version`` (the znode's stat.version)."""
+    if data is not None:
+        # Elections and ISR changes read one per partition: the controller's own format is
+        # parsed without the JSON decoder; anything else (and any value out of range or a
+        # duplicate ISR member) takes the full path below, which reports the problem.
+        match = _CANONICAL_STATE.fullmatch(data)
+        if match is not None:
+            controller_epoch, leader, leader_epoch, isr_text = match.groups()
+            isr = tuple(map(int, isr_text.split(b","))) if isr_text else ()
+            numbers = (int(controller_epoch), int(leader), int(leader_epoch))
+            if max(numbers) <= INT32_MAX and (not isr or max(isr) <= INT32_MAX) and (
+                len(set(isr)) == len(isr)
+            ):
+                return LeaderIsrAndControllerEpoch(
+                    LeaderAndIsr(
+                        numbers[1], numbers[2], isr, LeaderRecoveryState.RECOVERED, zk_version
+                    ),
+                    numbers[0],
+                )
     path = path or _PARTITION_STATE_PATH
     obj = load(data, path)
     get = obj.get
