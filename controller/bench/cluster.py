@@ -126,6 +126,13 @@ class BrokerHost:
     def start(self, broker_id: int) -> int:
         return int(self.call("start", broker=broker_id)["epoch"])
 
+    def expect(self, broker_id: int, count: int) -> None:
+        self.call("expect", broker=broker_id, count=count)
+
+    def reached(self, broker_id: int, count: int) -> float | None:
+        at = self.call("reached", broker=broker_id, count=count)["at"]
+        return None if at is None else float(at)
+
     def wait_idle(self, quiet: float = 0.3, timeout: float = 300.0) -> dict[str, Any]:
         """Until no request is being answered and none was for ``quiet`` seconds."""
 

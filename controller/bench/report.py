@@ -97,6 +97,13 @@ def table(results: Sequence[dict[str, Any]]) -> str:
                 f"create {row['create_ops_per_s']}/s write {row['write_ops_per_s']}/s "
                 f"read {row['read_ops_per_s']}/s"
             )
+        for key, label in (
+            ("processed_median_s", "whole event"),
+            ("rpc_median_s", "RPC"),
+            ("acked_median_s", "acked"),
+        ):
+            if row.get(key) is not None:
+                notes.append(f"{label} {row[key]:.3f}s")
         if "cluster_partitions" in row:
             notes.append(f"cluster {row['cluster_partitions']}")
         target = _target(row)

@@ -17,7 +17,9 @@ Run as ``python -m controller.bench.simbroker --zookeeper CONNECT --brokers 5``.
 JSON line when ready, then answers one JSON command per stdin line with one JSON line:
 ``{"cmd": "stats"}``, ``{"cmd": "kill", "broker": B}`` (stop serving, then end B's session;
 answers the time the session close began), ``{"cmd": "start", "broker": B}`` (serve and
-register again, with a new broker epoch), ``{"cmd": "quit"}``.
+register again, with a new broker epoch), ``{"cmd": "expect", "broker": B, "count": N}`` then
+``{"cmd": "reached", ...}`` (when an answered LeaderAndIsr first left B leading exactly N
+partitions), ``{"cmd": "quit"}``.
 """
 
 from __future__ import annotations
@@ -62,16 +64,31 @@ class Cluster:
         self.received: Counter[str] = Counter()
         self.last_ack = 0.0
         self.inflight = 0
+        # ``expect``: (broker, count) -> when a LeaderAndIsr answer first left that broker
+        # leading exactly count partitions in the merged view (None until then).
+        self.expected: dict[tuple[int, int], float | None] = {}
 
     def begin(self, kind: str) -> None:
         with self.lock:
             self.inflight += 1
             self.received[kind] += 1
 
-    def end(self) -> None:
+    def end(self, leadership_changed: bool = False) -> None:
         with self.lock:
             self.inflight -= 1
-            self.last_ack = time.time()
+            self.last_ack = now = time.time()
+            if leadership_changed:
+                for (broker, count), reached in self.expected.items():
+                    if reached is None and self.lead_counts[broker] == count:
+                        self.expected[(broker, count)] = now
+
+    def expect(self, broker: int, count: int) -> None:
+        with self.lock:
+            self.expected[(broker, count)] = None
+
+    def reached(self, broker: int, count: int) -> float | None:
+        with self.lock:
+            return self.expected.get((broker, count))
 
     def stats(self) -> dict[str, Any]:
         with self.lock:
@@ -161,7 +178,7 @@ class SimBroker(broker_pb2_grpc.BrokerServiceServicer):
                     return broker_pb2.LeaderAndIsrResponse(error_code=error)
                 return self._apply_leader_and_isr(request)
         finally:
-            cluster.end()
+            cluster.end(leadership_changed=True)
 
     def _apply_leader_and_isr(
         self, request: broker_pb2.LeaderAndIsrRequest
@@ -275,6 +292,11 @@ class Host:
                 for b, s in self.brokers.items()
             }  # fmt: skip
             return stats
+        if cmd == "expect":
+            self.cluster.expect(int(command["broker"]), int(command["count"]))
+            return {}
+        if cmd == "reached":
+            return {"at": self.cluster.reached(int(command["broker"]), int(command["count"]))}
         if cmd == "kill":
             return {"t0": self.brokers[int(command["broker"])].kill()}
         if cmd == "start":
