@@ -28,8 +28,12 @@ class Link:
 
     broker_id: int
     queue: deque[tuple[OutboundRequest, ResponseCallback | None]] = field(default_factory=deque)
-    # The answer of the request in flight: (callback, response), run by the ``answer`` action.
-    in_flight: tuple[ResponseCallback | None, Any] | None = None
+    # The request in flight and its answer: (request, callback, response); the ``answer``
+    # action runs the callback.
+    in_flight: tuple[OutboundRequest, ResponseCallback | None, Any] | None = None
+    # Answers to lose (the connection drops after the broker applied the request): the
+    # sender times out and sends the same request again, as Kafka's RequestSendThread does.
+    lose_answers: int = 0
 
 
 class SimChannel:

@@ -52,6 +52,7 @@ WEIGHTS: dict[str, int] = {
     "restart_broker": 6,
     "expire_broker": 2,
     "pause_broker": 2,
+    "lose_answers": 2,
     "crash_controller": 2,
     "restart_controller": 3,
     "expire_controller": 3,
@@ -345,6 +346,16 @@ class Operations:
         self.log(f"b{broker} stalls for {seconds:.2f}s")
         b.paused_until = self.now + seconds
 
+    def op_lose_answers(self: World, broker: int, count: int = 1) -> None:
+        """The next answers ``broker`` sends the active controller are lost: each request is
+        applied by the broker, then sent again."""
+        sc = self.active_controller()
+        link = sc.channel.links.get(broker) if sc is not None else None
+        if link is None:
+            return
+        self.log(f"the next {count} answer(s) of b{broker} to c{sc.cid} will be lost")  # type: ignore[union-attr]
+        link.lose_answers += count
+
     def op_expire_broker(self: World, broker: int) -> None:
         """The session of a running broker expires; it registers again with a new epoch."""
         b = self.brokers[broker]
@@ -469,6 +480,8 @@ def random_op(world: World) -> tuple[str, dict[str, Any]]:
         return name, {"preferred": rng.random() < 0.5}
     if name == "malformed_registration":
         return name, {"broker": rng.choice(brokers)}
+    if name == "lose_answers":
+        return name, {"broker": rng.choice(brokers), "count": rng.randint(1, 3)}
     if name.endswith("_broker") or name == "controlled_shutdown":
         args = {"broker": rng.choice(brokers)}  # type: ignore[no-redef]
         if name == "pause_broker":

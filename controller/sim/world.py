@@ -49,7 +49,12 @@ from controller.sim.brokers import SimBroker
 from controller.sim.channel import SimChannel, SimTimers
 from controller.sim.observe import Observer
 from controller.sim.ops import Operations
-from controller.sim.zk import ControllerPort, ObservedZooKeeper, is_session_state
+from controller.sim.zk import (
+    ControllerPort,
+    ObservedZooKeeper,
+    delivery_session,
+    is_session_state,
+)
 from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError
 
@@ -112,7 +117,8 @@ class World(Operations):
         self.trace: deque[str] = deque(maxlen=self.config.trace_limit)
         self._digest = hashlib.sha256()
         self.observer = Observer(self.log)
-        self._outbox: deque[Action] = deque()
+        self._outbox: dict[int, deque[Action]] = {}
+        self._session_keys = itertools.count(1)
         self.zk = ObservedZooKeeper(dispatcher=self._dispatch, on_commit=self.observer.on_commit)
         self.admin = self.zk.open_session()
         self._timers: list[Timer] = []
@@ -128,8 +134,20 @@ class World(Operations):
     def _dispatch(self, delivery: Action) -> None:
         if is_session_state(delivery):
             delivery()
-        else:
-            self._outbox.append(delivery)
+            return
+        # One FIFO per session (ZooKeeper's order guarantee is per session), in the order
+        # the sessions first got one, so the choice among them is deterministic.
+        session = delivery_session(delivery)
+        key = 0
+        if session is not None:
+            key = getattr(session, "_sim_key", 0)
+            if not key:
+                key = next(self._session_keys)
+                session._sim_key = key  # type: ignore[attr-defined]
+        queue = self._outbox.get(key)
+        if queue is None:
+            queue = self._outbox[key] = deque()
+        queue.append(delivery)
 
     # -- trace -------------------------------------------------------------------------------
 
@@ -253,8 +271,9 @@ class World(Operations):
 
     def _actions(self, exclude: SimController | None) -> list[tuple[str, Action]]:
         acts: list[tuple[str, Action]] = []
-        if self._outbox:
-            acts.append(("zk", self._deliver_zk))
+        for queue in self._outbox.values():
+            if queue:
+                acts.append(("zk", queue.popleft))
         reachable = self._reachable
         for sc in self.controllers.values():
             if sc is not exclude and sc.can_process(self.now):
@@ -280,14 +299,15 @@ class World(Operations):
         if not acts:
             return False
         self.steps += 1
-        acts[self.rng.randrange(len(acts))][1]()
+        kind, action = acts[self.rng.randrange(len(acts))]
+        if kind == "zk":
+            action()()  # type: ignore[func-returns-value]  # popleft, then deliver
+        else:
+            action()
         return True
 
     def _run_reply(self) -> None:
         self.replies.popleft()()
-
-    def _deliver_zk(self) -> None:
-        self._outbox.popleft()()
 
     def _process(self, sc: SimController) -> None:
         assert sc.ctl is not None
@@ -311,13 +331,18 @@ class World(Operations):
             f"{'accepted' if obs.accepted else 'rejected'}"
         )
         self.observer.on_broker_request(obs)
-        link.in_flight = (callback, handled.response)
+        link.in_flight = (request, callback, handled.response)
 
     def _answer(self, sc: SimController, broker_id: int) -> None:
         link = sc.channel.links[broker_id]
         assert link.in_flight is not None
-        callback, response = link.in_flight
+        request, callback, response = link.in_flight
         link.in_flight = None
+        if link.lose_answers:
+            link.lose_answers -= 1
+            self.log(f"c{sc.cid} <- b{broker_id} answer lost; the request goes again")
+            link.queue.appendleft((request, callback))
+            return
         if callback is not None:
             callback(response)
 

@@ -29,9 +29,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from controller.zk import paths
-from controller.zk.memory import Dispatcher, MemoryZooKeeper, _Txn
+from controller.zk.memory import Dispatcher, MemoryZooKeeper, _guarded, _Txn
 from controller.zk.memory_session import MemoryZkSession
-from controller.zk.port import Check, EventType, Op, OpResult
+from controller.zk.port import Check, EventType, Op, OpResult, WatchCallback, WatchEvent
 
 #: (path, data or None when deleted, czxid, version) of each znode a transaction touched.
 Change = tuple[str, bytes | None, int, int]
@@ -44,6 +44,14 @@ class ObservedZooKeeper(MemoryZooKeeper):
     def __init__(self, *, dispatcher: Dispatcher, on_commit: CommitListener | None = None) -> None:
         super().__init__(dispatcher=dispatcher)
         self.on_commit = on_commit
+
+    def _post_watch(
+        self, session: MemoryZkSession, callback: WatchCallback, etype: EventType, path: str
+    ) -> None:
+        # Tagged with its session: ZooKeeper orders notifications per session only, so the
+        # world keeps one FIFO per session and may deliver another session's first.
+        event = WatchEvent(etype, session._unchroot(path))
+        self._outbox.append(_WatchDelivery(session, lambda: _guarded("watch", callback, event)))
 
     def _post(self, thunk: Callable[[], None]) -> None:
         # Session state changes only (watches use _post_watch): marked so the world can hand
@@ -94,6 +102,24 @@ class _SessionStateDelivery:
 
 def is_session_state(delivery: Callable[[], None]) -> bool:
     return isinstance(delivery, _SessionStateDelivery)
+
+
+class _WatchDelivery:
+    """A watch notification on its way to a session's callback."""
+
+    __slots__ = ("session", "thunk")
+
+    def __init__(self, session: MemoryZkSession, thunk: Callable[[], None]) -> None:
+        self.session = session
+        self.thunk = thunk
+
+    def __call__(self) -> None:
+        self.thunk()
+
+
+def delivery_session(delivery: Callable[[], None]) -> object:
+    """The session a delivery is for (None when not a watch notification)."""
+    return delivery.session if isinstance(delivery, _WatchDelivery) else None
 
 
 #: Called before each call of a controller's session: (method name).
@@ -212,4 +238,10 @@ def _is_fenced(ops: Sequence[Op]) -> bool:
     return bool(ops) and isinstance(ops[0], Check) and ops[0].path == paths.CONTROLLER_EPOCH
 
 
-__all__ = ["Change", "ControllerPort", "ObservedZooKeeper", "is_session_state"]
+__all__ = [
+    "Change",
+    "ControllerPort",
+    "ObservedZooKeeper",
+    "delivery_session",
+    "is_session_state",
+]

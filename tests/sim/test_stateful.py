@@ -127,6 +127,28 @@ class SimulatedCluster(RuleBasedStateMachine):
     def pause_broker(self, broker: int, seconds: float) -> None:
         self.w.op_pause_broker(broker, seconds)
 
+    @rule(broker=brokers, count=st.integers(1, 3))
+    def lose_answers(self, broker: int, count: int) -> None:
+        self.w.op_lose_answers(broker, count)
+
+    # -- malformed input ---------------------------------------------------------------------
+
+    @rule()
+    def malformed_topic(self) -> None:
+        self.w.op_malformed_topic()
+
+    @rule()
+    def repair_topics(self) -> None:
+        self.w.op_repair_topics()
+
+    @rule(broker=brokers)
+    def malformed_registration(self, broker: int) -> None:
+        self.w.op_malformed_registration(broker)
+
+    @rule(preferred=st.booleans())
+    def malformed_admin_request(self, preferred: bool) -> None:
+        self.w.op_malformed_admin_request(preferred)
+
     # -- controllers -------------------------------------------------------------------------
 
     @rule(controller=controllers)
