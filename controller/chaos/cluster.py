@@ -210,6 +210,8 @@ class ChaosCluster:
     expires, as a Kafka broker does); every such exit is recorded."""
 
     def __init__(self, work_dir: Path, settings: ClusterSettings) -> None:
+        # Absolute: ZooKeeper runs in its own directory and must still find its config.
+        work_dir = work_dir.resolve()
         self.work_dir = work_dir
         self.settings = settings
         work_dir.mkdir(parents=True, exist_ok=True)
