@@ -23,6 +23,7 @@ from controller.bench.measure import (
 )
 from controller.bench.populate import Layout, batches, populate, topic_ops, write_all
 from controller.zk import multiread
+from controller.zk.fenced import DEFAULT_OPS_PER_MULTI
 from controller.zk.port import Create, SetData
 
 Result = dict[str, Any]
@@ -38,8 +39,8 @@ def result(scenario: str, partitions: int, samples: list[float], **extra: Any) -
 
 def zk_baseline(cluster: BenchCluster, nodes: int = 20_000, repeat: int = 3) -> Result:
     """Raw batched throughput of this ZooKeeper through the same client stack the controller
-    uses (kazoo + ``KazooPort``): creates and setData in pipelined multis of 200 ops (the
-    controller's ``FencedWriter`` size), getData by multi-read of 1,000 paths."""
+    uses (kazoo + ``KazooPort``): setData in pipelined multis of the controller's
+    ``FencedWriter`` size, getData by multi-read of 1,000 paths."""
     population = cluster.population("baseline", 0)
     port = population.admin
     load = [load_average()]
@@ -54,7 +55,7 @@ def zk_baseline(cluster: BenchCluster, nodes: int = 20_000, repeat: int = 3) -> 
         for _ in range(repeat):
             ops = (SetData(p, payload) for p in node_paths)
             start = time.monotonic()
-            port.multi_many(list(batches(ops, 200)))
+            port.multi_many(list(batches(ops, DEFAULT_OPS_PER_MULTI)))
             writes.append(nodes / (time.monotonic() - start))
             start = time.monotonic()
             read = port.get_many(node_paths)
