@@ -204,6 +204,9 @@ class RequestSendThread(threading.Thread):
                 if self._on_sent is not None:
                     self._on_sent(self.broker_id, item.request.kind.value, time.monotonic() - sent)
                 self._deliver(item, response)
+                # Drop them before waiting for the next one: an UpdateMetadata of 100K
+                # partitions is ~10 MB, and each broker's thread would hold its last one.
+                del item, response
         finally:
             self._close_channel()
 
