@@ -27,6 +27,7 @@ from controller.zk.fenced import DEFAULT_OPS_PER_MULTI
 from controller.zk.port import Create, SetData
 
 Result = dict[str, Any]
+RSS_SETTLE_S = 4.0
 Baseline = Mapping[str, float] | None
 
 
@@ -135,6 +136,10 @@ def failover(
             )
             acked = host.wait_idle(quiet=0.5, timeout=600)["last_ack"]
             after = controller.scrape()
+            rss_delivered = controller.rss_bytes()
+            # Steady state: the daemon hands the failover's transient memory back to the OS
+            # a couple of seconds after its requests are sent (controller.daemon).
+            time.sleep(RSS_SETTLE_S)
             rss = controller.rss_bytes()
             for key, value in zk_activity(before, after).items():
                 activity[key] += value
@@ -145,6 +150,7 @@ def failover(
                     "ready_s": ready - t0,
                     "delivered_s": delivered,
                     "rss_bytes": rss,
+                    "rss_delivered_bytes": rss_delivered,
                     "standby_rss_bytes": standby_rss,
                     "queue": queue_time(before, after),
                 }
@@ -164,6 +170,7 @@ def failover(
             samples,
             ready_median_s=median_of(records, "ready_s"),
             rss_bytes=int(rss),
+            rss_at_delivery_bytes=int(median_of(records, "rss_delivered_bytes") or 0),
             rss_per_partition_bytes=round(rss / partitions),
             rss_above_standby_per_partition_bytes=round((rss - standby) / partitions),
             populate_znodes_per_s=round(znodes / populate_s),
