@@ -1,14 +1,13 @@
-"""Malformed input everywhere the controller reads: each case gives a clear error naming the
+"""Malformed znodes, everywhere the controller reads: each case gives a clear error naming the
 path or field, Kafka's handling of the bad input where Kafka has one, a controller that keeps
 serving, and nothing else lost. ``docs/reliability.md`` lists every case with its outcome and
-the test behind it (cases covered elsewhere are listed there with their own tests).
+the test behind it (cases covered elsewhere are listed there with their own tests; RPCs with
+bad fields are in ``test_malformed_rpcs``).
 
 Most cases run on the in-memory harness (``tests.harness``: the real controller over
-``MemoryZooKeeper``), one bad input at a time next to a healthy topic; the last tests put a mix
-of bad znodes into a live cluster on a real ZooKeeper with reference brokers.
-
-Every harness case ends with ``still_serving``: the controller is active, the healthy topic's
-assignment and leadership are untouched, and a topic created afterwards gets its leader.
+``MemoryZooKeeper``), one bad input at a time next to a healthy topic
+(``malformed_support.healthy_cluster``); the last test puts a mix of bad znodes into a live
+cluster on a real ZooKeeper with reference brokers.
 """
 
 from __future__ import annotations
@@ -21,99 +20,28 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from controller.api.errors import ApiError, Errors
-from controller.api.v1 import controller_pb2
-from controller.core.events import (
-    AlterPartitionReceived,
-    ControlledShutdown,
-    ElectionTrigger,
-    ElectionType,
-    ReplicaLeaderElection,
-)
 from controller.core.model import TopicPartition
-from controller.zk import codecs, paths
+from controller.zk import paths
 from tests.cluster import Cluster
 from tests.harness import ControllerHarness
-
-HEALTHY = TopicPartition("healthy", 0)
-CONTROLLER_ID = 5
+from tests.integration.malformed_support import (
+    CONTROLLER_ID,
+    HEALTHY,
+    errors,
+    healthy_cluster,
+    registration,
+    snapshot,
+    still_serving,
+    still_serving_without,
+    valid_registration,
+)
 
 
 @pytest.fixture
 def h() -> Iterator[ControllerHarness]:
-    """Controller 5 active, brokers 1-3 live, topic ``healthy`` {0: [1, 2]} online."""
-    harness = ControllerHarness(controller_id=CONTROLLER_ID)
-    for b in (1, 2, 3):
-        harness.register_broker(b)
-    harness.create_topic("healthy", {0: [1, 2]}, in_context=False)
-    harness.start()
-    assert harness.controller.is_active
+    harness = healthy_cluster()
     yield harness
     harness.close()
-
-
-def snapshot(h: ControllerHarness) -> tuple[Any, ...]:
-    """What must not change: the healthy topic's znode and state, the live brokers."""
-    state = h.zk_state(HEALTHY)
-    return (h.read(paths.topic_path("healthy")), state, sorted(h.ctx.live_broker_ids()))
-
-
-def still_serving(h: ControllerHarness, before: tuple[Any, ...] | None = None) -> None:
-    h.drain()
-    assert h.controller.is_active
-    if before is not None:
-        assert snapshot(h) == before
-    name = f"after{len(h.ctx.all_topics)}"
-    h.create_topic(name, {0: [3, 1]}, in_context=False)
-    h.drain()
-    state = h.zk_state(TopicPartition(name, 0))
-    assert state is not None and state.leader_and_isr.leader == 3
-
-
-def errors(logs: list[dict[str, Any]], path: str) -> list[dict[str, Any]]:
-    """Logged errors/warnings naming ``path``."""
-    return [
-        e
-        for e in logs
-        if e.get("log_level") in ("error", "warning") and path in str(e.get("path", ""))
-    ]
-
-
-def registration(broker_id: int, **changes: Any) -> bytes:
-    """A valid v5 registration of ``broker_id`` with some fields changed (None: removed)."""
-    doc = json.loads(
-        codecs.encode_broker_registration(
-            codecs.BrokerRegistration(
-                broker_id,
-                codecs.decode_broker(broker_id, _valid_registration(broker_id)).endpoints,
-            )
-        )
-    )
-    for key, value in changes.items():
-        if value is None:
-            doc.pop(key, None)
-        else:
-            doc[key] = value
-    return json.dumps(doc).encode()
-
-
-def _valid_registration(broker_id: int) -> bytes:
-    port = 9900 + broker_id
-    return json.dumps(
-        {
-            "version": 5,
-            "host": "localhost",
-            "port": port,
-            "jmx_port": -1,
-            "timestamp": "0",
-            "endpoints": [
-                f"PLAINTEXT://localhost:{port}",
-                f"CONTROLLER://localhost:{port + 10000}",
-            ],
-            "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"},
-            "features": {},
-        }
-    ).encode()
 
 
 # -- /brokers/ids/N ------------------------------------------------------------------------
@@ -164,7 +92,7 @@ def test_a_repaired_registration_brings_the_broker_in(h: ControllerHarness) -> N
     session.create(paths.broker_path(4), b"{oops", ephemeral=True)
     h.drain()
     assert 4 not in h.ctx.live_broker_ids()
-    session.set(paths.broker_path(4), _valid_registration(4))
+    session.set(paths.broker_path(4), valid_registration(4))
     h.drain()
     assert 4 in h.ctx.live_broker_ids()
     still_serving(h)
@@ -179,7 +107,7 @@ def test_a_registration_under_a_name_that_is_not_a_broker_id_is_ignored(
     before = snapshot(h)
     session = h.zk.open_session()
     with capture_logs() as logs:
-        session.create(f"{paths.BROKERS_IDS}/{name}", _valid_registration(4), ephemeral=True)
+        session.create(f"{paths.BROKERS_IDS}/{name}", valid_registration(4), ephemeral=True)
         h.register_broker(6)
         h.drain()
     assert h.ctx.live_broker_ids() == {1, 2, 3, 6}
@@ -217,7 +145,26 @@ def test_a_registration_unreadable_at_failover_is_watched_for_its_repair() -> No
     assert h.ctx.live_broker_ids() == {1, 2}
     (logged,) = errors(logs, paths.broker_path(3))
     assert "'endpoints'" in logged["error"] or "'jmx_port'" in logged["error"]
-    session.set(paths.broker_path(3), _valid_registration(3))
+    session.set(paths.broker_path(3), valid_registration(3))
+    h.drain()
+    assert h.ctx.live_broker_ids() == {1, 2, 3}
+    still_serving(h)
+
+
+def test_a_broker_that_reregisters_unreadable_is_failed_then_joins_once_repaired(
+    h: ControllerHarness,
+) -> None:
+    """A new registration (new epoch: the broker restarted or its session expired) that
+    cannot be read: the old incarnation is gone and the new one cannot be reached, so the
+    broker is failed; it joins when its registration is repaired (simulation seed 145)."""
+    h.kill_broker(1)
+    session = h.zk.open_session()
+    session.create(paths.broker_path(1), b"{oops", ephemeral=True)
+    h.drain()
+    assert h.ctx.live_broker_ids() == {2, 3}
+    state = h.zk_state(HEALTHY)
+    assert state is not None and state.leader_and_isr.leader == 2
+    session.set(paths.broker_path(1), valid_registration(1))
     h.drain()
     assert h.ctx.live_broker_ids() == {1, 2, 3}
     still_serving(h)
@@ -541,177 +488,6 @@ def test_a_malformed_topic_config_fails_only_the_election_that_needs_it(
     still_serving_without(h, {1, 3})
 
 
-def still_serving_without(h: ControllerHarness, dead: set[int]) -> None:
-    """``still_serving`` for a cluster that lost brokers: a new topic on broker 2 comes up."""
-    h.drain()
-    assert h.controller.is_active
-    name = f"after{len(h.ctx.all_topics)}"
-    h.create_topic(name, {0: [2]}, in_context=False)
-    h.drain()
-    state = h.zk_state(TopicPartition(name, 0))
-    assert state is not None and state.leader_and_isr.leader == 2
-    assert not dead & h.ctx.live_broker_ids()
-
-
-# -- RPCs: ControlledShutdown, AlterPartition, ElectLeaders ----------------------------------
-
-
-def controlled_shutdown(h: ControllerHarness, broker_id: int, epoch: int) -> object:
-    event = ControlledShutdown(broker_id=broker_id, broker_epoch=epoch)
-    h.put(event)
-    h.drain()
-    try:
-        return event.reply.result(0)
-    except ApiError as exc:
-        return exc.error
-
-
-@pytest.mark.parametrize(
-    ("broker_id", "epoch", "answer"),
-    [
-        (-1, -1, Errors.BROKER_NOT_AVAILABLE),
-        (-7, 5, Errors.BROKER_NOT_AVAILABLE),
-        (2**31 - 1, -1, Errors.BROKER_NOT_AVAILABLE),
-        (1, -5, Errors.STALE_BROKER_EPOCH),  # any negative epoch but -1 is just lower
-        (1, 0, Errors.STALE_BROKER_EPOCH),
-    ],
-    ids=["negative-id", "negative-id-with-epoch", "unknown-id", "negative-epoch", "zero-epoch"],
-)
-def test_controlled_shutdown_with_bad_fields_is_refused_and_changes_nothing(
-    h: ControllerHarness, broker_id: int, epoch: int, answer: Errors
-) -> None:
-    before = snapshot(h)
-    assert controlled_shutdown(h, broker_id, epoch) is answer
-    assert h.ctx.shutting_down_broker_ids == set()
-    still_serving(h, before)
-
-
-def alter_partition(h: ControllerHarness, request: Any) -> Any:
-    event = AlterPartitionReceived(request=request)
-    h.put(event)
-    h.drain()
-    return event.reply.result(0)
-
-
-def isr_request(
-    h: ControllerHarness,
-    *,
-    broker_id: int = 1,
-    broker_epoch: int | None = None,
-    topic: str = "healthy",
-    topic_id: str = "",
-    partition: int = 0,
-    isr: tuple[int, ...] = (1,),
-    leader_epoch: int | None = None,
-    recovery: int = 0,
-    repeat: int = 1,
-) -> controller_pb2.AlterPartitionRequest:
-    state = h.zk_state(HEALTHY)
-    assert state is not None
-    lai = state.leader_and_isr
-    epoch = broker_epoch if broker_epoch is not None else h.ctx.live_broker_id_and_epochs()[1]
-    data = controller_pb2.AlterPartitionPartitionData(
-        partition_index=partition,
-        leader_epoch=lai.leader_epoch if leader_epoch is None else leader_epoch,
-        new_isr_with_epochs=[controller_pb2.BrokerState(broker_id=b, broker_epoch=-1) for b in isr],
-        leader_recovery_state=recovery,  # type: ignore[arg-type]
-        partition_epoch=lai.partition_epoch,
-    )
-    return controller_pb2.AlterPartitionRequest(
-        broker_id=broker_id,
-        broker_epoch=epoch,
-        topics=[
-            controller_pb2.AlterPartitionTopicData(
-                topic_id=topic_id, topic_name="" if topic_id else topic, partitions=[data] * repeat
-            )
-        ],
-    )
-
-
-def partition_errors(response: Any) -> list[int]:
-    return [p.error_code for t in response.topics for p in t.partitions]
-
-
-@pytest.mark.parametrize(
-    ("changes", "top", "per_partition"),
-    [
-        ({"broker_id": -1, "broker_epoch": -1}, Errors.STALE_BROKER_EPOCH, []),
-        ({"broker_epoch": 12345}, Errors.STALE_BROKER_EPOCH, []),
-        ({"topic": ""}, Errors.NONE, [Errors.UNKNOWN_TOPIC_OR_PARTITION]),
-        ({"topic": "no such topic!"}, Errors.NONE, [Errors.UNKNOWN_TOPIC_OR_PARTITION]),
-        ({"topic_id": "AAAAAAAAAAAAAAAAAAAAAA"}, Errors.NONE, [Errors.UNKNOWN_TOPIC_ID]),
-        ({"partition": -1}, Errors.NONE, [Errors.UNKNOWN_TOPIC_OR_PARTITION]),
-        ({"partition": 2**31 - 1}, Errors.NONE, [Errors.UNKNOWN_TOPIC_OR_PARTITION]),
-        ({"isr": ()}, Errors.NONE, [Errors.INVALID_REQUEST]),
-        ({"isr": (1, -3)}, Errors.NONE, [Errors.INVALID_REQUEST]),
-        ({"isr": (1, 1)}, Errors.NONE, [Errors.INVALID_REQUEST]),
-        ({"isr": (1, 99)}, Errors.NONE, [Errors.INVALID_REQUEST]),
-        ({"recovery": 9}, Errors.NONE, [Errors.INVALID_REQUEST]),
-        ({"leader_epoch": -5}, Errors.NONE, [Errors.FENCED_LEADER_EPOCH]),
-        ({"repeat": 2}, Errors.NONE, [Errors.INVALID_REQUEST]),  # one answer for both
-    ],
-    ids=[
-        "negative-broker",
-        "wrong-broker-epoch",
-        "empty-topic-name",
-        "unknown-topic-name",
-        "unknown-topic-id",
-        "negative-partition",
-        "unknown-partition",
-        "empty-isr",
-        "negative-isr-member",
-        "duplicate-isr-member",
-        "isr-member-not-a-replica",
-        "unknown-recovery-state",
-        "negative-leader-epoch",
-        "partition-listed-twice",
-    ],
-)
-def test_alter_partition_with_bad_fields_is_refused_and_writes_nothing(
-    h: ControllerHarness, changes: dict[str, Any], top: Errors, per_partition: list[Errors]
-) -> None:
-    before = snapshot(h)
-    zxid = h.zxid
-    response = alter_partition(h, isr_request(h, **changes))
-    assert response.error_code == top
-    assert partition_errors(response) == per_partition
-    assert h.zxid == zxid  # nothing written
-    still_serving(h, before)
-
-
-def elect(h: ControllerHarness, partitions: set[TopicPartition], kind: ElectionType) -> Any:
-    event = ReplicaLeaderElection(
-        partitions=frozenset(partitions),
-        election_type=kind,
-        trigger=ElectionTrigger.ADMIN_CLIENT_TRIGGERED,
-    )
-    h.put(event)
-    h.drain()
-    return event.reply.result(0)
-
-
-@pytest.mark.parametrize("kind", [ElectionType.PREFERRED, ElectionType.UNCLEAN])
-def test_elect_leaders_for_unknown_or_impossible_partitions_answers_each(
-    h: ControllerHarness, kind: ElectionType
-) -> None:
-    before = snapshot(h)
-    asked = {
-        TopicPartition("healthy", -1),
-        TopicPartition("healthy", 7),
-        TopicPartition("", 0),
-        TopicPartition("no such topic!", 0),
-    }
-    result = elect(h, asked | {HEALTHY}, kind)
-    assert set(result) == asked | {HEALTHY}
-    for tp in asked:
-        assert isinstance(result[tp], ApiError)
-        assert result[tp].error is Errors.UNKNOWN_TOPIC_OR_PARTITION
-    # The real partition needs no election: its leader is already the preferred one.
-    assert isinstance(result[HEALTHY], ApiError)
-    assert result[HEALTHY].error is Errors.ELECTION_NOT_NEEDED
-    still_serving(h, before)
-
-
 # -- a live cluster on a real ZooKeeper ---------------------------------------------------------
 
 
@@ -735,7 +511,7 @@ def test_a_live_cluster_shrugs_off_a_mix_of_malformed_znodes(cluster: Cluster, c
     cluster.wait_state("two", 1, leader=3)
 
     cluster.zk.create(paths.broker_path(9), b'{"version":5}', ephemeral=True)
-    cluster.zk.create(f"{paths.BROKERS_IDS}/-1", _valid_registration(4), ephemeral=True)
+    cluster.zk.create(f"{paths.BROKERS_IDS}/-1", valid_registration(4), ephemeral=True)
     cluster.zk.create(paths.topic_path("bad"), b'{"version":3,"partitions":{"0":[1,1]}}')
     cluster.zk.set(paths.partition_state_path("two", 0), b'{"version":1,"leader":"x"}')
     cluster.zk.create(paths.topic_config_path("healthy"), b"{nope", makepath=True)
@@ -775,22 +551,3 @@ def test_a_live_cluster_shrugs_off_a_mix_of_malformed_znodes(cluster: Cluster, c
         paths.partition_state_path("two", 0),
     ):
         assert path in logged, path
-
-
-def test_a_broker_that_reregisters_unreadable_is_failed_then_joins_once_repaired(
-    h: ControllerHarness,
-) -> None:
-    """A new registration (new epoch: the broker restarted or its session expired) that
-    cannot be read: the old incarnation is gone and the new one cannot be reached, so the
-    broker is failed; it joins when its registration is repaired (simulation seed 145)."""
-    h.kill_broker(1)
-    session = h.zk.open_session()
-    session.create(paths.broker_path(1), b"{oops", ephemeral=True)
-    h.drain()
-    assert h.ctx.live_broker_ids() == {2, 3}
-    state = h.zk_state(HEALTHY)
-    assert state is not None and state.leader_and_isr.leader == 2
-    session.set(paths.broker_path(1), _valid_registration(1))
-    h.drain()
-    assert h.ctx.live_broker_ids() == {1, 2, 3}
-    still_serving(h)

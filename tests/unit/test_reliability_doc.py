@@ -10,7 +10,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "reliability.md"
 MALFORMED = "tests/integration/test_malformed_input.py"
-CITATION = re.compile(r"`((?:tests/[\w/]+\.py)|T)::(\w+)(?:::(\w+))?(?:\[[^\]]*\])?`")
+RPCS = "tests/integration/test_malformed_rpcs.py"
+ALIASES = {"T": MALFORMED, "R": RPCS}
+CITATION = re.compile(r"`((?:tests/[\w/]+\.py)|T|R)::(\w+)(?:::(\w+))?(?:\[[^\]]*\])?`")
 
 
 def _test_functions(path: Path) -> set[str]:
@@ -28,7 +30,7 @@ def citations() -> list[tuple[str, str]]:
     out = []
     text = DOC.read_text()
     for match in CITATION.finditer(text):
-        file = MALFORMED if match.group(1) == "T" else match.group(1)
+        file = ALIASES.get(match.group(1), match.group(1))
         out.append((file, match.group(3) or match.group(2)))
     # A bare name after a citation in the same cell ("same, and `test_x`") belongs to the file
     # cited just before it.
@@ -36,7 +38,7 @@ def citations() -> list[tuple[str, str]]:
         files = [m.group(1) for m in CITATION.finditer(line)]
         for bare in re.findall(r"(?<![:\w])`(test_\w+)`", line):
             if files:
-                out.append((MALFORMED if files[-1] == "T" else files[-1], bare))
+                out.append((ALIASES.get(files[-1], files[-1]), bare))
     return out
 
 
@@ -50,8 +52,9 @@ def test_every_cited_test_exists() -> None:
 
 
 def test_every_malformed_input_test_is_catalogued() -> None:
-    cited = {name for file, name in citations() if file == MALFORMED}
-    assert _test_functions(ROOT / MALFORMED) - cited == set()
+    for catalogued in (MALFORMED, RPCS):
+        cited = {name for file, name in citations() if file == catalogued}
+        assert _test_functions(ROOT / catalogued) - cited == set(), catalogued
 
 
 def test_every_simulation_found_race_is_catalogued() -> None:
