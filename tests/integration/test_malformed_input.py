@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from controller.core.events import Reelect
 from controller.core.model import TopicPartition
 from controller.zk import paths
 from tests.cluster import Cluster
@@ -42,6 +43,56 @@ def h() -> Iterator[ControllerHarness]:
     harness = healthy_cluster()
     yield harness
     harness.close()
+
+
+# -- /controller and /controller_epoch ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (b'{"version":1,"brokerid":-1,"timestamp":"0"}', "'brokerid'"),
+        (b'{"version":1,"brokerid":"1","timestamp":"0"}', "'brokerid'"),
+        (b'{"version":1,"timestamp":"0"}', "'brokerid'"),
+        (b'{"version":3,"brokerid":1,"timestamp":"0"}', "'version'"),
+    ],
+    ids=["negative-id", "id-a-string", "missing-id", "unknown-version"],
+)
+def test_an_unreadable_controller_znode_blocks_the_election_until_it_goes(
+    data: bytes, words: str
+) -> None:
+    """Someone holds /controller but it cannot be read: no election (Kafka throws on every
+    read), logged with the field; the watch stays armed and its deletion brings one."""
+    h = ControllerHarness(controller_id=CONTROLLER_ID)
+    h.register_broker(1)
+    h.admin.create(paths.CONTROLLER, data)
+    with capture_logs() as logs:
+        h.start()
+    assert not h.controller.is_active
+    assert any(words in str(e.get("error", "")) for e in errors(logs, paths.CONTROLLER))
+    h.admin.delete(paths.CONTROLLER)
+    h.drain()
+    assert h.controller.is_active
+    h.close()
+
+
+@pytest.mark.parametrize("data", [b"-1", b"five", b"", b"1.5", b" 3"])
+def test_an_unreadable_controller_epoch_fails_the_election_and_it_is_retried(
+    data: bytes,
+) -> None:
+    h = ControllerHarness(controller_id=CONTROLLER_ID)
+    h.register_broker(1)
+    h.admin.create(paths.CONTROLLER_EPOCH, data)
+    with capture_logs() as logs:
+        h.start()
+    assert not h.controller.is_active
+    assert any(paths.CONTROLLER_EPOCH in str(e) for e in logs if e["log_level"] == "error")
+    assert h.controller.scheduler.pending() == ["reelect"]  # retried after a backoff
+    h.admin.set(paths.CONTROLLER_EPOCH, b"7")
+    h.put(Reelect())  # what the retry timer queues
+    h.drain()
+    assert h.controller.is_active and h.ctx.epoch == 8
+    h.close()
 
 
 # -- /brokers/ids/N ------------------------------------------------------------------------
