@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from controller.api.v1 import broker_pb2, common_pb2, controller_pb2
+from controller.channel import wire
 from controller.core.model import (
     Broker,
     EndPoint,
@@ -169,13 +170,17 @@ def leader_and_isr_request(
     partitions: Mapping[TopicPartition, LeaderAndIsrPartition],
     topic_ids: TopicIds,
     live_leaders: Iterable[tuple[int, EndPoint]],
+    encoded: wire.EncodingCache | None = None,
 ) -> broker_pb2.LeaderAndIsrRequest:
     """Kafka's LeaderAndIsr v7 in ZooKeeper mode (isKRaftController=false, type UNKNOWN).
 
     ``live_leaders`` are the (broker id, inter-broker endpoint) pairs of the leaders of these
     partitions that are live-or-shutting-down; the caller filters them (reference §4.3).
+    ``encoded``: what the requests of one batch share (a partition's state goes unchanged to
+    each of its replicas; topic entries repeat): keyed by the identity of the batch's objects,
+    so only valid while the batch holds them, and for one ``topic_ids``.
     """
-    request = broker_pb2.LeaderAndIsrRequest(
+    header = broker_pb2.LeaderAndIsrRequest(
         controller_id=controller_id,
         is_kraft_controller=False,
         controller_epoch=controller_epoch,
@@ -186,23 +191,35 @@ def leader_and_isr_request(
             for b, ep in live_leaders
         ],
     )
-    topic_state = _topic_state_adder(request.topic_states, _topic_id_lookup(topic_ids))
+    if encoded is None:
+        encoded = wire.EncodingCache(_topic_id_lookup(topic_ids))
+    cache = encoded.states
+    encode = wire.leader_and_isr_partition
+    states: list[tuple[str, bytes]] = []
     for (topic, partition), (leadership, assignment, is_new) in partitions.items():
-        lai = leadership.leader_and_isr
-        topic_state(topic).partition_states.add(
-            partition_index=partition,
-            controller_epoch=leadership.controller_epoch,
-            leader=lai.leader,
-            leader_epoch=lai.leader_epoch,
-            isr=lai.isr,
-            partition_epoch=lai.partition_epoch,
-            replicas=assignment.replicas,
-            adding_replicas=assignment.adding_replicas,
-            removing_replicas=assignment.removing_replicas,
-            is_new=is_new,
-            leader_recovery_state=int(lai.leader_recovery_state),
-        )
-    return request
+        key = (topic, partition, id(leadership), id(assignment), is_new)
+        state = cache.get(key)
+        if state is None:
+            lai = leadership.leader_and_isr
+            state = cache[key] = encode(
+                partition,
+                leadership.controller_epoch,
+                lai.leader,
+                lai.leader_epoch,
+                lai.isr,
+                lai.partition_epoch,
+                assignment.replicas,
+                assignment.adding_replicas,
+                assignment.removing_replicas,
+                is_new,
+                int(lai.leader_recovery_state),
+            )
+        states.append((topic, state))
+    body = encoded.topics.encode(states)
+    result: broker_pb2.LeaderAndIsrRequest = wire.request(
+        broker_pb2.LeaderAndIsrRequest, header, body
+    )
+    return result
 
 
 def update_metadata_request(
@@ -215,7 +232,7 @@ def update_metadata_request(
     live_brokers: Iterable[Broker],
 ) -> broker_pb2.UpdateMetadataRequest:
     """Kafka's UpdateMetadata v8 in ZooKeeper mode; ``live_brokers`` are all of them."""
-    request = broker_pb2.UpdateMetadataRequest(
+    header = broker_pb2.UpdateMetadataRequest(
         controller_id=controller_id,
         is_kraft_controller=False,
         type=common_pb2.REQUEST_TYPE_UNKNOWN,
@@ -223,20 +240,30 @@ def update_metadata_request(
         broker_epoch=broker_epoch,
         live_brokers=[broker_to_wire(b) for b in live_brokers],
     )
-    topic_state = _topic_state_adder(request.topic_states, _topic_id_lookup(topic_ids))
+    encode = wire.update_metadata_partition
+    states: list[tuple[str, bytes]] = []
     for (topic, partition), (leadership, replicas, offline) in partitions.items():
         lai = leadership.leader_and_isr
-        topic_state(topic).partition_states.add(
-            partition_index=partition,
-            controller_epoch=leadership.controller_epoch,
-            leader=lai.leader,
-            leader_epoch=lai.leader_epoch,
-            isr=lai.isr,
-            zk_version=lai.partition_epoch,
-            replicas=replicas,
-            offline_replicas=offline,
+        states.append(
+            (
+                topic,
+                encode(
+                    partition,
+                    leadership.controller_epoch,
+                    lai.leader,
+                    lai.leader_epoch,
+                    lai.isr,
+                    lai.partition_epoch,
+                    replicas,
+                    offline,
+                ),
+            )
         )
-    return request
+    body = wire.topic_states(states, _topic_id_lookup(topic_ids))
+    result: broker_pb2.UpdateMetadataRequest = wire.request(
+        broker_pb2.UpdateMetadataRequest, header, body
+    )
+    return result
 
 
 def stop_replica_request(
