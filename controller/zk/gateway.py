@@ -43,7 +43,12 @@ from controller.zk.errors import (
 )
 from controller.zk.fenced import FencedWriter
 from controller.zk.port import Create, Delete, Op, OpResult, ReadResult, SetData, ZkPort
-from controller.zk.watches import WatchRegistry, ZNodeChangeHandler, ZNodeChildChangeHandler
+from controller.zk.watches import (
+    ChildrenDataChangeHandler,
+    WatchRegistry,
+    ZNodeChangeHandler,
+    ZNodeChildChangeHandler,
+)
 
 log = structlog.get_logger("controller.zk.gateway")
 
@@ -70,6 +75,14 @@ class ZkGateway:
 
     def register_change_handler(self, handler: ZNodeChangeHandler) -> None:
         self.watches.register_change(handler)
+
+    def register_children_data_handler(
+        self, handler: ChildrenDataChangeHandler, names: Iterable[str]
+    ) -> None:
+        """``register_change_handler`` of ``parent/name`` for many names with one callback
+        (see ``ChildrenDataChangeHandler``); ``unregister_change_handler`` of a member's path
+        removes it."""
+        self.watches.register_children_data(handler, names)
 
     def unregister_change_handler(self, path: str) -> None:
         self.watches.unregister_change(path)

@@ -36,7 +36,11 @@ from controller.zk.errors import (
 from controller.zk.fenced import DEFAULT_OPS_PER_MULTI
 from controller.zk.gateway import ZkGateway
 from controller.zk.port import Check, ZkPort
-from controller.zk.watches import ZNodeChangeHandler, ZNodeChildChangeHandler
+from controller.zk.watches import (
+    ChildrenDataChangeHandler,
+    ZNodeChangeHandler,
+    ZNodeChildChangeHandler,
+)
 from tests.integration.gateway_support import (
     CONTROLLER_EPOCH,
     TOPIC_ID,
@@ -440,6 +444,35 @@ def test_topic_data_watch_catches_a_change_made_while_reading(
     assert list(gw.get_topic_assignments(["t"])["t"].partitions) == [0]  # read before the write
     assert events.next() == "t"  # so the write must be notified
     assert list(gw.get_topic_assignments(["t"])["t"].partitions) == [0, 1]
+
+
+def test_children_data_handler_watches_its_members_like_one_handler_each(
+    gw: ZkGateway, port: InstrumentedPort, other: ZkPort
+) -> None:
+    """One registration for many topics (PartitionModifications) behaves as per-topic ones:
+    armed by the topic read, fires on data changes of members only, once per arming, and a
+    member unregistered by path is no longer reported."""
+    for topic in ("a", "b", "c"):
+        create_topic(port, topic, 1)
+    events = Events()
+    gw.register_children_data_handler(
+        ChildrenDataChangeHandler(paths.BROKERS_TOPICS, lambda topic: events.callback(topic)()),
+        ["a", "b"],
+    )
+    assert gw.watches.has_change(paths.topic_path("a"))
+    assert not gw.watches.has_change(paths.topic_path("c"))
+    assert not gw.watches.has_change(paths.topic_partitions_path("a"))
+    gw.get_topic_assignments(["a", "b", "c"])
+    grown = TopicAssignment("x", None, {p: ReplicaAssignment.of([1]) for p in range(2)})
+    for topic in ("a", "c"):
+        other.set(paths.topic_path(topic), codecs.encode_topic_assignment(grown))
+    assert events.next() == "a"
+    other.set(paths.topic_path("a"), codecs.encode_topic_assignment(grown))  # one-shot
+    gw.unregister_change_handler(paths.topic_path("b"))
+    gw.get_topic_assignments(["b"])  # not watched any more: arms nothing
+    other.set(paths.topic_path("b"), codecs.encode_topic_assignment(grown))
+    settle(gw, other)
+    assert events.drain() == []
 
 
 def test_data_read_sees_a_node_created_while_arming(
