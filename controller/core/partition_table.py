@@ -18,7 +18,7 @@ Not thread-safe: owned by the context, which is event-thread only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 from controller.core.model import (
@@ -71,10 +71,15 @@ def _intern(table: dict[_T, _T], value: _T) -> _T:
 
 
 class PartitionTable:
-    """``topic -> partition id -> PartitionEntry`` with interned values and per-field counts."""
+    """``topic -> partition id -> PartitionEntry`` with interned values and per-field counts.
+
+    A topic whose only entry is partition 0 maps to that entry directly rather than to a dict
+    of one: single-partition topics are common (and the worst case of Kafka's own benchmarks),
+    and a one-entry dict costs ~200 bytes per topic.
+    """
 
     def __init__(self) -> None:
-        self._topics: dict[str, dict[int, PartitionEntry]] = {}
+        self._topics: dict[str, PartitionEntry | dict[int, PartitionEntry]] = {}
         # One table per kind: an ISR tuple (1, 2) compares equal to the replica-state pair
         # (1, ReplicaState.OnlineReplica), so a shared table could hand back the wrong type.
         self._assignments: dict[ReplicaAssignment, ReplicaAssignment] = {}
@@ -98,34 +103,60 @@ class PartitionTable:
     # ------------------------------------------------------------------ entries
 
     def get(self, tp: TopicPartition) -> PartitionEntry | None:
-        parts = self._topics.get(tp.topic)
-        return None if parts is None else parts.get(tp.partition)
+        topic, partition = tp
+        parts = self._topics.get(topic)
+        if parts is None:
+            return None
+        if type(parts) is PartitionEntry:
+            return parts if partition == 0 else None
+        return parts.get(partition)  # type: ignore[union-attr]
 
     def _get_or_create(self, tp: TopicPartition) -> PartitionEntry:
-        parts = self._topics.get(tp.topic)
+        topic, partition = tp
+        parts = self._topics.get(topic)
         if parts is None:
-            parts = self._topics[tp.topic] = {}
-        entry = parts.get(tp.partition)
+            entry = PartitionEntry()
+            self._topics[topic] = entry if partition == 0 else {partition: entry}
+            return entry
+        if type(parts) is PartitionEntry:
+            if partition == 0:
+                return parts
+            entry = PartitionEntry()
+            self._topics[topic] = {0: parts, partition: entry}
+            return entry
+        entry = parts.get(partition)  # type: ignore[union-attr]
         if entry is None:
-            entry = parts[tp.partition] = PartitionEntry()
+            entry = parts[partition] = PartitionEntry()  # type: ignore[index]
         return entry
 
     def _discard_if_empty(self, tp: TopicPartition, entry: PartitionEntry) -> None:
         if entry.is_empty():
             parts = self._topics[tp.topic]
-            del parts[tp.partition]
+            if type(parts) is PartitionEntry:
+                del self._topics[tp.topic]
+                return
+            del parts[tp.partition]  # type: ignore[union-attr]
             if not parts:
                 del self._topics[tp.topic]
+
+    def _partitions(
+        self, parts: PartitionEntry | dict[int, PartitionEntry]
+    ) -> Iterable[tuple[int, PartitionEntry]]:
+        if type(parts) is PartitionEntry:
+            return ((0, parts),)
+        return parts.items()  # type: ignore[union-attr]
 
     def entries(self, topic: str | None = None) -> Iterator[tuple[TopicPartition, PartitionEntry]]:
         """Every entry (or ``topic``'s), in insertion order. Do not write while iterating."""
         if topic is None:
             for t, parts in self._topics.items():
-                for p, entry in parts.items():
+                for p, entry in self._partitions(parts):
                     yield TopicPartition(t, p), entry
         else:
-            for p, entry in self._topics.get(topic, {}).items():
-                yield TopicPartition(topic, p), entry
+            parts = self._topics.get(topic)
+            if parts is not None:
+                for p, entry in self._partitions(parts):
+                    yield TopicPartition(topic, p), entry
 
     def assignments(
         self, topic: str | None = None

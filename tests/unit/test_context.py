@@ -773,3 +773,28 @@ class ContextMachine(RuleBasedStateMachine):
 
 TestContextMachine = ContextMachine.TestCase
 TestContextMachine.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
+
+
+def test_partition_table_single_partition_topics_and_growth() -> None:
+    """A topic with only partition 0 is stored without a per-topic dict; adding, removing and
+    iterating partitions behave exactly as with one (insertion order kept)."""
+    from controller.core.partition_table import PartitionTable
+
+    table = PartitionTable()
+    a0, a1, a2 = (TopicPartition("a", p) for p in range(3))
+    table.set_assignment(a0, ReplicaAssignment((1, 2)))
+    assert table.get(a1) is None and table.get(a0) is not None
+    table.set_assignment(a2, ReplicaAssignment((2, 3)))
+    table.set_assignment(a1, ReplicaAssignment((3, 1)))
+    assert [tp for tp, _ in table.entries("a")] == [a0, a2, a1]
+    b1, b0 = TopicPartition("b", 1), TopicPartition("b", 0)
+    table.set_assignment(b1, ReplicaAssignment((1,)))
+    table.set_assignment(b0, ReplicaAssignment((2,)))
+    assert [tp for tp, _ in table.entries()] == [a0, a2, a1, b1, b0]
+    for tp in (a0, a2, a1, b1, b0):
+        entry = table.get(tp)
+        assert entry is not None
+        table.clear_assignment(tp, entry)
+    assert list(table.entries()) == [] and table.assignment_count == 0
+    table.set_assignment(a2, ReplicaAssignment((1,)))
+    assert [tp for tp, _ in table.entries("a")] == [a2] and table.get(a0) is None
