@@ -136,6 +136,19 @@ def configure_logging(
     return handler
 
 
+def reset_logging() -> None:
+    """Undo ``configure_logging``: drop our handler and restore structlog's defaults.
+
+    For tests: a handler bound to one test's captured stdout must not outlive that test.
+    """
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, _HANDLER_MARK, False)]:
+        root.removeHandler(old)
+        old.close()
+    logging.captureWarnings(False)
+    structlog.reset_defaults()
+
+
 def set_level(level: int | str) -> None:
     """Change the root level at runtime (SIGHUP) without rebuilding handlers."""
     logging.getLogger().setLevel(_level_number(level))

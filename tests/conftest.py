@@ -31,6 +31,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.retry import KazooRetry
 
+from controller.logs import reset_logging
 from controller.zk.kazoo_port import KazooPort
 from controller.zk.server import (
     LocalEnsemble,
@@ -72,6 +73,14 @@ def _admin_client(hosts: str) -> KazooClient:
     )
     client.start(timeout=15)
     return client
+
+
+@pytest.fixture(autouse=True)
+def _isolated_logging() -> Iterator[None]:
+    """A test that configures logging binds a handler to its own captured stdout; reset it
+    afterwards so later tests log (and capture) normally."""
+    yield
+    reset_logging()
 
 
 @pytest.fixture(scope="session")
