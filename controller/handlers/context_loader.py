@@ -1,7 +1,7 @@
 """Loading the controller context from ZooKeeper at failover (``initializeControllerContext``).
 
 Reads go out in batches (multi-read), so loading is bounded by ZooKeeper's throughput rather
-than by one round trip per znode.
+than by one round trip per znode; they are read, decoded and stored ``LOAD_CHUNK`` at a time.
 """
 
 from __future__ import annotations
@@ -23,6 +23,13 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("controller.context_loader")
 
+# Znodes read, decoded and stored per step: the transient objects of a step (read results,
+# decoded JSON) are then a fraction of the context, not as many again; interleaved with the
+# long-lived ones they fragment pymalloc's arenas, which stay in the RSS. Measured in-process
+# at 30K topics, RSS after failover: 125 MiB in one step, 120 MiB in steps of 10K, 114 MiB
+# in steps of 5K (1K: 113 MiB, with fewer multi-reads in flight per step).
+LOAD_CHUNK = 5_000
+
 
 def initialize_controller_context(ctl: Controller) -> None:
     ctx = ctl.context
@@ -33,9 +40,12 @@ def initialize_controller_context(ctl: Controller) -> None:
     topics = gateway.get_all_topics(watch=True)
     ctx.set_all_topics(topics)
     register_partition_modifications_handlers(ctl, topics)
-    assignments = gateway.get_topic_assignments(sorted(topics))  # arms the topic data watches
-    process_topic_ids(ctl, assignments)
-    store_assignments(ctl, assignments.values())
+    ordered = sorted(topics)
+    for start in range(0, len(ordered), LOAD_CHUNK):
+        # Arms the topic data watches too.
+        assignments = gateway.get_topic_assignments(ordered[start : start + LOAD_CHUNK])
+        process_topic_ids(ctl, assignments)
+        store_assignments(ctl, assignments.values())
     ctx.clear_partition_leadership_info()
     ctx.shutting_down_broker_ids.clear()
     # Unreadable registrations are watched too: a repair brings the broker in.
@@ -59,5 +69,6 @@ def update_leader_and_isr_cache(
     # Every partition, in the context's order (topics were loaded sorted): sorting a set of
     # 100K partitions again cost ~0.2 s of every failover.
     tps = list(ctx.iter_partitions()) if partitions is None else partitions
-    for tp, info in ctl.gateway.get_partition_states(tps).items():
-        ctx.put_partition_leadership_info(tp, info)
+    for start in range(0, len(tps), LOAD_CHUNK):
+        for tp, info in ctl.gateway.get_partition_states(tps[start : start + LOAD_CHUNK]).items():
+            ctx.put_partition_leadership_info(tp, info)
