@@ -84,6 +84,7 @@ class PartitionTable:
         # (1, ReplicaState.OnlineReplica), so a shared table could hand back the wrong type.
         self._assignments: dict[ReplicaAssignment, ReplicaAssignment] = {}
         self._isrs: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._leaderships: dict[tuple[Any, ...], LeaderIsrAndControllerEpoch] = {}
         self._replica_states: dict[Any, Any] = {}
         self._reset_counts()
 
@@ -97,6 +98,7 @@ class PartitionTable:
         self._topics.clear()
         self._assignments.clear()
         self._isrs.clear()
+        self._leaderships.clear()
         self._replica_states.clear()
         self._reset_counts()
 
@@ -200,14 +202,34 @@ class PartitionTable:
     def set_leadership(
         self, tp: TopicPartition, info: LeaderIsrAndControllerEpoch
     ) -> tuple[PartitionEntry, LeaderIsrAndControllerEpoch | None]:
-        """Store with an interned ISR; returns the entry and the leadership it replaced."""
+        """Store interned (the ISR, and the whole leadership: partitions with the same leader,
+        epochs, ISR and zkVersion share one object, as after a failover or a cluster-wide
+        election); returns the entry and the leadership it replaced."""
         lai = info.leader_and_isr
         isr = _intern(self._isrs, tuple(lai.isr))
-        if isr is not lai.isr:
-            lai = LeaderAndIsr(
-                lai.leader, lai.leader_epoch, isr, lai.leader_recovery_state, lai.partition_epoch
-            )
-            info = LeaderIsrAndControllerEpoch(lai, info.controller_epoch)
+        key = (
+            lai.leader,
+            lai.leader_epoch,
+            isr,
+            lai.leader_recovery_state,
+            lai.partition_epoch,
+            info.controller_epoch,
+        )
+        shared = self._leaderships.get(key)
+        if shared is not None:
+            info = shared
+        else:
+            if isr is not lai.isr:
+                lai = LeaderAndIsr(
+                    lai.leader,
+                    lai.leader_epoch,
+                    isr,
+                    lai.leader_recovery_state,
+                    lai.partition_epoch,
+                )
+                info = LeaderIsrAndControllerEpoch(lai, info.controller_epoch)
+            if len(self._leaderships) < INTERN_LIMIT:
+                self._leaderships[key] = info
         entry = self._get_or_create(tp)
         previous = entry.leadership
         if previous is None:
