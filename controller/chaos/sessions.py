@@ -1,16 +1,17 @@
 """Server-side expiry of another process's ZooKeeper session, knowing only its id.
 
 ZooKeeper derives a session's password from its id: ``ZooKeeperServer.generatePasswd`` seeds
-``java.util.Random`` with ``id ^ 0xB3415C00`` and takes 16 bytes (unchanged from 3.4 to 3.9).
+``java.util.Random`` with ``id ^ 0xB3415C00`` and takes 16 bytes (checked against ZooKeeper
+3.8; ``tests/unit/test_chaos_parts.py`` pins a real session's id and password).
 The id of the session that holds an ephemeral znode is public (``ephemeralOwner`` in its stat),
 so the chaos suite can expire the active controller's session exactly as ZooKeeper does when
 a client stops pinging: it attaches a second client to the same session
 (``client_id=(id, password)``) and closes it, which makes the server expire the session and
 delete its ephemerals. The victim sees SESSION_EXPIRED when it next talks to the server.
 
-This needs no hook in the controller, so nothing is exposed over HTTP. It is also why
-ZooKeeper ACLs, not session secrecy, must protect a production ensemble: anyone who can reach
-it can end any session whose id they can read.
+This needs no hook in the controller, so nothing is exposed over HTTP. It is also why network
+access and authentication, not session secrecy, must protect a production ensemble: anyone who
+can reach it can end any session whose id they can learn.
 """
 
 from __future__ import annotations
