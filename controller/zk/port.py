@@ -38,13 +38,16 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from controller.zk.errors import ZkError
 
+# ZnodeStat, OpResult and ReadResult are NamedTuples rather than frozen dataclasses: one is
+# built per znode read or written, and a frozen dataclass costs ~2 us to build against
+# ~0.3 us (100K-partition failovers read 200K znodes).
 
-@dataclass(frozen=True, slots=True)
-class ZnodeStat:
+
+class ZnodeStat(NamedTuple):
     czxid: int
     mzxid: int
     version: int
@@ -84,8 +87,7 @@ class Check:
 Op = Create | SetData | Delete | Check
 
 
-@dataclass(frozen=True, slots=True)
-class OpResult:
+class OpResult(NamedTuple):
     """The outcome of one op of a multi.
 
     ``error`` is None on success. For a failed multi, the op that failed carries its real
@@ -102,8 +104,7 @@ class OpResult:
         return self.error is None
 
 
-@dataclass(frozen=True, slots=True)
-class ReadResult:
+class ReadResult(NamedTuple):
     """One entry of a batched read. ``error`` is e.g. ``NoNodeError`` for a missing node."""
 
     path: str
