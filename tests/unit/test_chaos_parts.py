@@ -25,7 +25,7 @@ def test_java_random_matches_the_jdk() -> None:
 
 
 def test_session_password_of_a_real_zookeeper_session() -> None:
-    # client_id of a session ZooKeeper 3.8.0 handed out on the 2-node-free test machine.
+    # The client_id a real ZooKeeper 3.8.0 handed out (password read back from kazoo).
     assert session_password(0x100002E364B0000).hex() == "37cf8679f8d5da616db60a3f01e393bf"
 
 
