@@ -23,6 +23,7 @@ from controller.core.event_manager import ControllerEventManager
 from controller.core.events import (
     ControllerEvent,
     Expire,
+    NotControllerError,
     Probe,
     RegisterBrokerAndReelect,
     ReplyingEvent,
@@ -33,7 +34,7 @@ from controller.core.scheduler import Scheduler
 from controller.logs import bind_controller_context
 from controller.metrics import ControllerMetricsSnapshot
 from controller.state_change_log import NullStateChangeLog, StateChangeLog
-from controller.zk.errors import ControllerMovedError
+from controller.zk.errors import ConnectionLossError, ControllerMovedError, SessionExpiredError
 from controller.zk.gateway import ZkGateway
 from controller.zk.port import SessionState, ZkPort
 
@@ -188,6 +189,15 @@ class Controller:
             )
             self._fail_reply(event, exc)
             self.election.maybe_resign()
+        except (SessionExpiredError, ConnectionLossError) as exc:
+            # Our ZooKeeper session went away mid-event: this node cannot finish the request
+            # and is about to resign, so the caller should retry on whoever is active next.
+            log.warning(
+                "lost the ZooKeeper session while processing an event",
+                controller_event=event.name,
+                error=str(exc),
+            )
+            self._fail_reply(event, NotControllerError(-1))
         except Exception as exc:
             log.exception("error processing event", controller_event=event.name)
             self._fail_reply(event, exc)

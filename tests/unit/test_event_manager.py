@@ -163,3 +163,25 @@ def test_reply_future_resolved_once():
     event.preempt()  # already answered: preempt must not raise
     assert event.reply.result() == ("ok",)
     assert isinstance(Future(), Future)
+
+
+def test_event_interrupted_by_session_loss_answers_not_controller():
+    """A request whose processing loses the controller's ZooKeeper session is answered
+    NOT_CONTROLLER (retry elsewhere), not UNKNOWN_SERVER_ERROR."""
+    from controller.api.errors import Errors, error_for_exception
+    from controller.core.events import Probe
+    from controller.zk.errors import ConnectionLossError, SessionExpiredError
+    from tests.harness import ControllerHarness
+
+    h = ControllerHarness()
+    h.start()
+    for error in (SessionExpiredError("expired"), ConnectionLossError("lost")):
+
+        def fail(ctl, error=error):
+            raise error
+
+        probe = Probe(fn=fail)
+        h.process(probe)
+        exc = probe.reply.exception(timeout=1)
+        assert isinstance(exc, NotControllerError)
+        assert error_for_exception(exc) == Errors.NOT_CONTROLLER
