@@ -45,7 +45,7 @@ from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry, RetryFailedError
 
-from controller.zk import errors, multiread, setwatches
+from controller.zk import errors, fastmulti, multiread, setwatches
 from controller.zk.kazoo_support import (
     ZkObserver,
     observed,
@@ -594,7 +594,7 @@ class KazooPort:
     def multi(self, ops: Sequence[Op]) -> list[OpResult]:
         if not ops:
             return []
-        raw = self._call(lambda: self._transaction(ops).commit_async())
+        raw = self._call(lambda: self._commit_async(ops))
         return op_results(ops, raw)
 
     @observed("multi_many", lambda transactions: sum(len(t) for t in transactions))
@@ -605,13 +605,21 @@ class KazooPort:
         with self._translated():
             raw = self._pipeline(
                 [transactions[i] for i in todo],
-                lambda ops: self._transaction(ops).commit_async(),
+                self._commit_async,
                 self._max_in_flight,
             )
         out: list[list[OpResult]] = [[] for _ in transactions]
         for index, results in zip(todo, raw, strict=True):
             out[index] = op_results(transactions[index], results)
         return out
+
+    def _commit_async(self, ops: Sequence[Op]) -> Any:
+        """Submit a multi: serialized in one go (``fastmulti``) unless an op needs kazoo's path
+        handling."""
+        payload = fastmulti.encode(ops, self._chroot, self._client.default_acl)
+        if payload is None:
+            return self._transaction(ops).commit_async()
+        return fastmulti.submit(self._client, payload)
 
     def _transaction(self, ops: Sequence[Op]) -> Any:
         txn = self._client.transaction()
