@@ -81,6 +81,12 @@ def parse_metrics(text: str) -> dict[str, float]:
     return out
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 # -- the simulated brokers --------------------------------------------------------------------
 
 
@@ -119,6 +125,9 @@ class BrokerHost:
 
     def stats(self) -> dict[str, Any]:
         return self.call("stats")
+
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.proc.pid)
 
     def kill(self, broker_id: int) -> float:
         return float(self.call("kill", broker=broker_id)["t0"])
@@ -218,6 +227,9 @@ class ControllerProcess:
         url = f"http://{self.metrics_address}/metrics"
         with urllib.request.urlopen(url, timeout=30) as response:
             return parse_metrics(response.read().decode())
+
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.pid)
 
     def rss_bytes(self) -> int:
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():

@@ -65,7 +65,10 @@ class Cycle:
     def _measured(self, scenario: str, run: Callable[[], dict[str, Any]]) -> None:
         before = self.controller.scrape()
         self.controller.mark_log()
+        cpu = (self.controller.cpu_seconds(), self.host.cpu_seconds())
         record = run()
+        record["controller_cpu_s"] = self.controller.cpu_seconds() - cpu[0]
+        record["brokers_cpu_s"] = self.host.cpu_seconds() - cpu[1]
         after = self.controller.scrape()
         for key, value in zk_activity(before, after).items():
             self.activity[scenario][key] += value
@@ -226,7 +229,7 @@ def leadership(
     for scenario in SCENARIOS:
         records = cycle.records[scenario]
         extra: dict[str, Any] = {}
-        for key in ("processed_s", "rpc_s", "acked_s"):
+        for key in ("processed_s", "rpc_s", "acked_s", "controller_cpu_s", "brokers_cpu_s"):
             value = median_of(records, key)
             if value is not None:
                 extra[f"{key[:-2]}_median_s"] = value

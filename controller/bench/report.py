@@ -101,6 +101,8 @@ def table(results: Sequence[dict[str, Any]]) -> str:
             ("processed_median_s", "whole event"),
             ("rpc_median_s", "RPC"),
             ("acked_median_s", "acked"),
+            ("controller_cpu_median_s", "controller CPU"),
+            ("brokers_cpu_median_s", "brokers CPU"),
         ):
             if row.get(key) is not None:
                 notes.append(f"{label} {row[key]:.3f}s")

@@ -115,6 +115,7 @@ def failover(
             standby_rss = controller.rss_bytes()
             before = controller.scrape()
             controller.mark_log()
+            cpu = (controller.cpu_seconds(), host.cpu_seconds())
             t0 = population.release_controller()
             wait_for(
                 lambda c=controller: _logged(c, "controller failover complete"),
@@ -135,6 +136,7 @@ def failover(
                 0.1,
             )
             acked = host.wait_idle(quiet=0.5, timeout=600)["last_ack"]
+            cpu = (controller.cpu_seconds() - cpu[0], host.cpu_seconds() - cpu[1])
             after = controller.scrape()
             rss_delivered = controller.rss_bytes()
             # Steady state: the daemon hands the failover's transient memory back to the OS
@@ -151,6 +153,8 @@ def failover(
                     "delivered_s": delivered,
                     "rss_bytes": rss,
                     "rss_delivered_bytes": rss_delivered,
+                    "controller_cpu_s": cpu[0],
+                    "brokers_cpu_s": cpu[1],
                     "standby_rss_bytes": standby_rss,
                     "queue": queue_time(before, after),
                 }
@@ -169,6 +173,8 @@ def failover(
             partitions,
             samples,
             ready_median_s=median_of(records, "ready_s"),
+            controller_cpu_median_s=median_of(records, "controller_cpu_s"),
+            brokers_cpu_median_s=median_of(records, "brokers_cpu_s"),
             rss_bytes=int(rss),
             rss_at_delivery_bytes=int(median_of(records, "rss_delivered_bytes") or 0),
             rss_per_partition_bytes=round(rss / partitions),
@@ -221,6 +227,7 @@ def create_topics(
             ops = list(topic_ops(layout, with_states=False, controller_epoch=0))
             before = controller.scrape()
             controller.mark_log()
+            cpu = (controller.cpu_seconds(), host.cpu_seconds())
             t0 = time.time()
             write_all(population.admin, iter(ops))
             written = time.time()
@@ -231,13 +238,21 @@ def create_topics(
                 0.1,
             )
             acked = host.wait_idle(quiet=0.5, timeout=600)["last_ack"]
+            cpu = (controller.cpu_seconds() - cpu[0], host.cpu_seconds() - cpu[1])
             processed = controller.processed("TopicChange", t0) or acked
             after = controller.scrape()
             for key, value in zk_activity(before, after).items():
                 activity[key] += value
             elapsed = max(acked, processed) - t0
             samples.append(elapsed)
-            records.append({"write_s": written - t0, "queue": queue_time(before, after)})
+            records.append(
+                {
+                    "write_s": written - t0,
+                    "queue": queue_time(before, after),
+                    "controller_cpu_s": cpu[0],
+                    "brokers_cpu_s": cpu[1],
+                }
+            )
             log(f"create_topics {topics} #{rep + 1}: {elapsed:.2f}s")
         load.append(load_average())
         return result(
@@ -245,6 +260,8 @@ def create_topics(
             topics,
             samples,
             admin_write_median_s=median_of(records, "write_s"),
+            controller_cpu_median_s=median_of(records, "controller_cpu_s"),
+            brokers_cpu_median_s=median_of(records, "brokers_cpu_s"),
             zookeeper=zk_rates(activity, baseline),
             event_queue=records[-1]["queue"],
             load=load,
