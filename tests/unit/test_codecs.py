@@ -1051,3 +1051,48 @@ def test_partition_state_fast_paths_agree_with_json(
 def test_partition_state_near_canonical_but_invalid_is_malformed(data: bytes) -> None:
     with pytest.raises(MalformedZnodeError):
         codecs.decode_partition_state(data, 0)
+
+
+# Topic znodes: the fast path (the controller's own format) agrees with the full decoder.
+
+_replica_lists = st.lists(st.integers(0, 2**31 - 1), unique=True, max_size=5).map(tuple)
+
+
+@given(
+    st.dictionaries(st.integers(0, 2**31 - 1), _replica_lists, max_size=6),
+    st.one_of(st.none(), st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_-]{21}", fullmatch=True)),
+)
+def test_topic_fast_path_agrees_with_json(partitions: dict[int, tuple[int, ...]], tid: Any) -> None:
+    assignment = TopicAssignment(
+        "t", tid, {p: ReplicaAssignment(r) for p, r in partitions.items()}
+    )
+    encoded = codecs.encode_topic_assignment(assignment)
+    assert codecs.decode_topic_assignment("t", encoded) == assignment
+    spaced = json.dumps(json.loads(encoded), indent=1).encode()  # the full decoder's path
+    assert codecs.decode_topic_assignment("t", spaced) == assignment
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"version":3,"partitions":{"0":[1,1]},"adding_replicas":{},"removing_replicas":{}}',
+        b'{"version":3,"partitions":{"01":[1]},"adding_replicas":{},"removing_replicas":{}}',
+        b'{"version":3,"partitions":{"0":[9999999999]},"adding_replicas":{},'
+        b'"removing_replicas":{}}',
+        b'{"version":3,"partitions":{"2147483648":[1]},"adding_replicas":{},'
+        b'"removing_replicas":{}}',
+        b'{"version":3,"topic_id":"short","partitions":{},"adding_replicas":{},'
+        b'"removing_replicas":{}}',
+    ],
+)
+def test_topic_near_canonical_but_invalid_is_malformed(data: bytes) -> None:
+    with pytest.raises(MalformedZnodeError):
+        codecs.decode_topic_assignment("t", data)
+
+
+def test_topic_fast_path_repeated_partition_key_as_json() -> None:
+    data = (
+        b'{"version":3,"partitions":{"0":[1],"0":[2]},"adding_replicas":{},'
+        b'"removing_replicas":{}}'
+    )
+    assert codecs.decode_topic_assignment("t", data).partitions == {0: ReplicaAssignment((2,))}

@@ -59,6 +59,49 @@ def _reassigning(obj: dict[str, Any], key: str, path: str) -> dict[int, tuple[in
     return {partition_key(k, path, key): broker_ids(v, path, f"{key}.{k}") for k, v in raw.items()}
 
 
+_NUMBER = rb"(?:0|[1-9][0-9]{0,9})"  # JSON's grammar for a non-negative integer, <= 10 digits
+_ID_LIST = rb"(?:" + _NUMBER + rb"(?:," + _NUMBER + rb")*)?"
+_PARTITION = rb'"' + _NUMBER + rb'":\[' + _ID_LIST + rb"\]"
+# A topic znode as this controller (and encode_topic_assignment) writes it, no reassignment.
+_CANONICAL_TOPIC = re.compile(
+    rb'\{"version":3,(?:"topic_id":"([A-Za-z0-9_-]{22})",)?"partitions":\{((?:'
+    + _PARTITION + rb"(?:," + _PARTITION + rb')*)?)\},"adding_replicas":\{\},'
+    rb'"removing_replicas":\{\}\}'
+)
+_PARTITION_ENTRY = re.compile(rb'"(' + _NUMBER + rb')":\[(' + _ID_LIST + rb")\]")
+# Replica lists seen (as written) -> their validated assignment: a cluster has few distinct ones.
+_ASSIGNMENTS: dict[bytes, ReplicaAssignment | None] = {}
+
+
+def _canonical_assignment(ids: bytes) -> ReplicaAssignment | None:
+    found = _ASSIGNMENTS.get(ids, False)
+    if found is not False:
+        return found  # type: ignore[return-value]
+    replicas = tuple(map(int, ids.split(b","))) if ids else ()
+    valid = len(set(replicas)) == len(replicas) and (not replicas or max(replicas) <= INT32_MAX)
+    result = ReplicaAssignment(replicas) if valid else None
+    if len(_ASSIGNMENTS) < 1 << 16:
+        _ASSIGNMENTS[ids] = result
+    return result
+
+
+def _decode_canonical_topic(topic: str, data: bytes) -> TopicAssignment | None:
+    """The fast path of ``decode_topic_assignment`` (failover decodes every topic znode);
+    None when the full decoder must look (other forms, bad values, repeated keys)."""
+    match = _CANONICAL_TOPIC.fullmatch(data)
+    if match is None:
+        return None
+    raw_id, body = match.groups()
+    partitions: dict[int, ReplicaAssignment] = {}
+    for key, ids in _PARTITION_ENTRY.findall(body):
+        partition = int(key)
+        assignment = _canonical_assignment(ids)
+        if assignment is None or partition > INT32_MAX or partition in partitions:
+            return None
+        partitions[partition] = assignment
+    return TopicAssignment(topic, raw_id.decode("ascii") if raw_id else None, partitions)
+
+
 def decode_topic_assignment(
     topic: str, data: bytes | None, path: str | None = None
 ) -> TopicAssignment:
@@ -69,6 +112,10 @@ def decode_topic_assignment(
     adding/removing entries for unlisted partitions (ignored) are all accepted.
     """
     path = path or paths.topic_path(topic)
+    if data is not None:
+        fast = _decode_canonical_topic(topic, data)
+        if fast is not None:
+            return fast
     obj = load(data, path)
     version_field(obj, path, (1, 2, 3))
     topic_id = obj.get("topic_id")
