@@ -230,25 +230,41 @@ class ReplicaStateMachine:
 
     def _to_offline(self, replica_id: int, replicas: Sequence[PartitionAndReplica]) -> None:
         ctx = self._ctx
+        batch = self.batch
         for pr in replicas:
-            self.batch.add_stop_replica_request_for_brokers(
+            batch.add_stop_replica_request_for_brokers(
                 (replica_id,), pr.tp, delete_partition=False
             )
-        with_leadership = [pr for pr in replicas if ctx.partition_leadership_info(pr.tp)]
-        without_leadership = [pr for pr in replicas if not ctx.partition_leadership_info(pr.tp)]
+        with_leadership: list[PartitionAndReplica] = []
+        without_leadership: list[PartitionAndReplica] = []
+        for pr in replicas:
+            has_leadership = ctx.partition_leadership_info(pr.tp) is not None
+            (with_leadership if has_leadership else without_leadership).append(pr)
         updated = self.remove_replicas_from_isr(replica_id, [pr.tp for pr in with_leadership])
+        # Recorded in bulk (one state-change call) in the order the replicas were handled: a
+        # broker failure takes 30K replicas offline at 10K partitions led.
+        rows: list[tuple[TopicPartition, int, ReplicaState, LeaderIsrAndControllerEpoch | None]]
+        rows = []
         for tp, info in updated.items():
             if not ctx.is_topic_queued_up_for_deletion(tp.topic):
-                recipients = [r for r in ctx.partition_replica_assignment(tp) if r != replica_id]
-                self.batch.add_leader_and_isr_request_for_brokers(
-                    recipients, tp, info, ctx.partition_full_replica_assignment(tp), is_new=False
+                assignment = ctx.partition_full_replica_assignment(tp)
+                recipients = [r for r in assignment.replicas if r != replica_id]
+                batch.add_leader_and_isr_request_for_brokers(
+                    recipients, tp, info, assignment, is_new=False
                 )
-            self._record(PartitionAndReplica(tp, replica_id), OfflineReplica)
+            pr = PartitionAndReplica(tp, replica_id)
+            rows.append((tp, replica_id, ctx.replica_state(pr), ctx.partition_leadership_info(tp)))
         for pr in without_leadership:
-            self.batch.add_update_metadata_request_for_brokers(
+            batch.add_update_metadata_request_for_brokers(
                 ctx.live_or_shutting_down_broker_ids(), (pr.tp,)
             )
-            self._record(pr, OfflineReplica)
+            rows.append(
+                (pr.tp, replica_id, ctx.replica_state(pr), ctx.partition_leadership_info(pr.tp))
+            )
+        self.ctl.state_change_log.replicas(rows, OfflineReplica)
+        for tp, _, current, _ in rows:
+            if current is not OfflineReplica:
+                ctx.put_replica_state(PartitionAndReplica(tp, replica_id), OfflineReplica)
 
     # -- ISR removal ---------------------------------------------------------------------
 
