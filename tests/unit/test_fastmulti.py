@@ -54,3 +54,4 @@ def test_non_canonical_paths_and_sequential_creates_are_left_to_kazoo() -> None:
         assert fastmulti.encode([SetData(bad, b"")], "", None) is None
     assert fastmulti.encode([Create("/seq-", b"", sequential=True)], "", None) is None
     assert fastmulti.encode([SetData("/.hidden", b"")], "", None) is not None
+
