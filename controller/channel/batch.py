@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from controller.api.errors import Errors
+from controller.api.v1 import broker_pb2
 from controller.channel import convert, wire
 from controller.channel.convert import (
     LeaderAndIsrPartition,
@@ -288,13 +289,13 @@ class ControllerBrokerRequestBatch:
     def _leader_and_isr_callback(self, broker_id: int, topic_names: Mapping[str, str]):
         put = self._put
 
-        def on_response(response: object) -> None:
-            result = convert.parse_leader_and_isr_response(response, topic_names)
+        def on_response(response: broker_pb2.LeaderAndIsrResponse) -> None:
+            # Parsed by the event thread when it handles the event (see LazyPartitionErrors).
             put(
                 LeaderAndIsrResponseReceived(
                     broker_id=broker_id,
-                    error_code=result.error_code,
-                    partition_errors=result.partition_errors,
+                    error_code=response.error_code,
+                    partition_errors=convert.LazyPartitionErrors(response, topic_names),
                 )
             )
 

@@ -12,7 +12,7 @@ wire.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from controller.api.v1 import broker_pb2, common_pb2, controller_pb2
@@ -330,6 +330,43 @@ def parse_leader_and_isr_response(
         for p in topic.partition_errors:
             errors[TopicPartition(name, p.partition_index)] = p.error_code
     return LeaderAndIsrResult(response.error_code, errors)
+
+
+class LazyPartitionErrors(Mapping[TopicPartition, int]):
+    """``parse_leader_and_isr_response(response, topic_names).partition_errors``, parsed on
+    first use. Responses are answered on the broker's sender thread while a failover is still
+    running on the event thread: 5 responses of 60K partitions at 100K partitions took ~0.6 s
+    of the interpreter from it. The event thread parses when it handles the response."""
+
+    __slots__ = ("_errors", "_response", "_topic_names")
+
+    def __init__(
+        self, response: broker_pb2.LeaderAndIsrResponse, topic_names: Mapping[str, str] | None
+    ) -> None:
+        self._response: broker_pb2.LeaderAndIsrResponse | None = response
+        self._topic_names = topic_names
+        self._errors: dict[TopicPartition, int] | None = None
+
+    def _parsed(self) -> dict[TopicPartition, int]:
+        if self._errors is None:
+            assert self._response is not None
+            self._errors = parse_leader_and_isr_response(
+                self._response, self._topic_names
+            ).partition_errors
+            self._response = self._topic_names = None
+        return self._errors
+
+    def __getitem__(self, tp: TopicPartition) -> int:
+        return self._parsed()[tp]
+
+    def __iter__(self) -> Iterator[TopicPartition]:
+        return iter(self._parsed())
+
+    def __len__(self) -> int:
+        return len(self._parsed())
+
+    def items(self) -> Any:  # the handler's loop: the dict's own view, not Mapping's generic one
+        return self._parsed().items()
 
 
 class StopReplicaResult(NamedTuple):
