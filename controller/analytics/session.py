@@ -62,7 +62,10 @@ def get_session(
     }
     if effective and effective.startswith("local") and not submitted:
         cores = _local_cores(effective)
-        settings["spark.sql.shuffle.partitions"] = str(max(4, cores * 4))
+        # Enough shuffle partitions to even out the cores, and no coalescing: AQE would
+        # merge them down to one per core and leave a core idle behind the slowest.
+        settings["spark.sql.shuffle.partitions"] = str(max(8, cores * 8))
+        settings["spark.sql.adaptive.coalescePartitions.enabled"] = "false"
         settings["spark.driver.memory"] = _default_driver_memory()
         # 128 MB input splits leave a 2-core machine idle while one slow split finishes.
         settings["spark.sql.files.maxPartitionBytes"] = str(64 << 20)

@@ -111,9 +111,11 @@ class ClusterSim:
 
     def _rrec(self, p: Part, replica: int, frm: str, to: str, event: str) -> None:
         seq = self._tick()
+        known = p.state != S.NEW_PARTITION  # no leader and ISR before the first election
         self.w.emit(
             self.clock, seq, self.controller, self.epoch, S.KIND_REPLICA, p.topic, p.index,
-            replica, frm, to, p.leader, p.leader_epoch, list(p.isr), None, event,
+            replica, frm, to, p.leader if known else None, p.leader_epoch if known else None,
+            list(p.isr) if known else None, None, event,
         )
 
     def _crec(self, frm: str | None, to: str) -> None:

@@ -101,50 +101,53 @@ def timeline(records: DataFrame) -> DataFrame:
     phase = phase_after()
     lead_now = F.when(phase == ONLINE, c("leader")).otherwise(F.lit(S.NO_LEADER))
     usable = c("bad_reason").isNull() & (c("result") == S.RESULT_OK)
-    # Narrow the rows before the shuffle: only what the pass and the outputs need.
+    bad = c("bad_reason").isNotNull()
+    # Only what the pass and the outputs need crosses the shuffle; values derived from it
+    # are computed after (inside the window functions' inputs, or after the window).
     narrow = records.select(
         F.xxhash64(*PARTITION_KEY).alias("_pkey"),
-        F.xxhash64(*ORDER).alias("_rid"),
-        *ORDER[1:],
+        "seq",
         *KEPT,
         "isr",
-        "bad_reason", "raw", "source_file",
+        "bad_reason",
+        F.when(bad, c("raw")).alias("raw"),
+        F.when(bad, c("source_file")).alias("source_file"),
         usable.alias("usable"),
-        F.when(is_part, phase).alias("phase"),
         F.when(is_part, _phase_of_state(c("from_state"))).alias("_phase_from"),
         F.when(usable & is_part, pref_hint).alias("_pref_hint"),
-        F.when(
-            usable & is_part, F.shiftleft(phase.cast("long"), 32) + (lead_now + 1)
-        ).alias("_state"),
-        F.when(usable & (c("leader") >= 0), c("leader")).alias("_leader"),
-        F.when(usable, c("isr")).alias("_isr"),
     )
     w = Window.partitionBy("_pkey").orderBy(*ORDER)
     before = w.rowsBetween(Window.unboundedPreceding, -1)
+    live_part = c("usable") & is_part
 
-    def carried(name: str) -> Column:
+    def carried(value: Column) -> Column:
         """The last non-null value among the records before this one."""
-        return F.last(name, ignorenulls=True).over(before)
+        return F.last(value, ignorenulls=True).over(before)
 
+    rid = F.xxhash64(*ORDER)
     t = narrow.select(
         "*",
-        F.coalesce(F.lag("_rid").over(w) == c("_rid"), F.lit(False)).alias("dup"),
-        carried("_state").alias("_state_before"),
-        carried("_leader").alias("leader_before"),
-        carried("_isr").alias("_isr_before"),
-        carried("_pref_hint").alias("pref_before"),
+        F.coalesce(F.lag(rid).over(w) == rid, F.lit(False)).alias("dup"),
+        # phase << 32 | (leader + 1): two carried values for the price of one
+        carried(F.when(live_part, F.shiftleft(phase.cast("long"), 32) + (lead_now + 1)))
+        .alias("_state_before"),
+        carried(F.when(c("usable") & (c("leader") >= 0), c("leader"))).alias("leader_before"),
+        # An empty ISR (a partition not yet elected) says nothing about membership.
+        carried(F.when(c("usable") & (F.size("isr") > 0), c("isr"))).alias("_isr_before"),
+        carried(c("_pref_hint")).alias("pref_before"),
     )
-    changed = c("isr").isNotNull() & c("_isr_before").isNotNull()
+    # Most records leave the ISR as it was: compare first, take set differences only then.
+    changed = (F.size("isr") > 0) & c("_isr_before").isNotNull() & (c("isr") != c("_isr_before"))
     removed = F.array_except(c("_isr_before"), c("isr"))
     added = F.array_except(c("isr"), c("_isr_before"))
     elected = c("election").isNotNull()
-    state_before = c("_state_before")  # phase << 32 | (leader + 1): one carried value
+    state_before = c("_state_before")
     return t.select(
         *KEPT,
         "usable",
         "dup",
         (c("usable") & ~c("dup")).alias("live"),
-        "phase",
+        F.when(is_part, phase).alias("phase"),
         F.when(
             is_part,
             F.coalesce(F.shiftright(state_before, 32).cast("tinyint"), c("_phase_from")),
@@ -155,8 +158,8 @@ def timeline(records: DataFrame) -> DataFrame:
         "pref_before",
         F.when(is_part, F.coalesce(c("_pref_hint"), c("pref_before"))).alias("pref_after"),
         "leader_before",
-        F.when(changed & (F.size(removed) > 0), removed).alias("isr_removed"),
-        F.when(changed & (F.size(added) > 0), added).alias("isr_added"),
+        F.when(changed, F.nullif(removed, F.array().cast("array<int>"))).alias("isr_removed"),
+        F.when(changed, F.nullif(added, F.array().cast("array<int>"))).alias("isr_added"),
         F.when(elected, c("_isr_before")).alias("isr_before"),
         F.when(elected, c("isr")).alias("isr"),
         "bad_reason", "raw", "source_file",
