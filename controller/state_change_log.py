@@ -43,7 +43,7 @@ from typing import IO, Protocol
 
 import structlog
 
-from controller.core.model import LeaderIsrAndControllerEpoch, TopicPartition
+from controller.core.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 
 log = structlog.stdlib.get_logger("controller.state_change_log")
 
@@ -107,6 +107,10 @@ class StateChangeRecorder(Protocol):
         self, tp: TopicPartition, replica: int, from_state: State, to_state: State, *,
         leader: int | None = None, leader_epoch: int | None = None,
         isr: Iterable[int] | None = None, result: str = "ok", error: str | None = None,
+    ) -> None: ...  # fmt: skip
+    def partitions(
+        self, rows: Iterable[tuple[TopicPartition, State, LeaderAndIsr, str | None]],
+        to_state: State,
     ) -> None: ...  # fmt: skip
     def replicas(
         self, rows: Iterable[tuple[TopicPartition, int, State, LeaderIsrAndControllerEpoch | None]],
@@ -225,6 +229,48 @@ class StateChangeLog:
         )
         if len(self._buffer) >= _MAX_BUFFERED_LINES:
             self._write_buffer()
+
+    def partitions(
+        self, rows: Iterable[tuple[TopicPartition, State, LeaderAndIsr, str | None]],
+        to_state: State,
+    ) -> None:  # fmt: skip
+        """``partition(tp, from_state, to_state, leader=..., leader_epoch=..., isr=...,
+        election=...)`` for each ``(tp, from_state, leader_and_isr, election)`` row, all ``ok``:
+        the partition state machine's bulk path (one timestamp per call, as ``replicas``)."""
+        if self._closed:
+            return
+        head = f'"ts":"{self._ts()}","seq":'
+        tail = f'"event":{self._event},"result":"ok","error":null}}\n'
+        middle = self._head_partition
+        to_text = _state(to_state)
+        states: dict[State, str] = {}
+        isrs: dict[tuple[int, ...], str] = {}
+        elections: dict[str | None, str] = {}
+        append = self._buffer.append
+        quote = _quote
+        pending = len(self._buffer)
+        for (topic, partition), from_state, lai, election in rows:
+            if pending >= _MAX_BUFFERED_LINES:  # bound memory during a huge bulk record
+                self._write_buffer()
+                append = self._buffer.append
+                pending = 0
+            pending += 1
+            from_text = states.get(from_state)
+            if from_text is None:
+                from_text = states[from_state] = _state(from_state)
+            isr = lai.isr
+            isr_text = isrs.get(isr)
+            if isr_text is None:
+                isr_text = isrs[isr] = _isr(isr)
+            election_text = elections.get(election)
+            if election_text is None:
+                election_text = elections[election] = _check(election, ELECTIONS, "election")
+            append(
+                f'{{{head}{next(_SEQ)},{middle}"topic":{quote(topic)},"partition":{partition:d},'
+                f'"replica":null,"from_state":{from_text},"to_state":{to_text},'
+                f'"leader":{lai.leader:d},"leader_epoch":{lai.leader_epoch:d},"isr":{isr_text},'
+                f'"election":{election_text},{tail}'
+            )
 
     def replicas(
         self, rows: Iterable[tuple[TopicPartition, int, State, LeaderIsrAndControllerEpoch | None]],
@@ -369,6 +415,12 @@ class NullStateChangeLog:
     def replica(
         self, tp: TopicPartition, replica: int, from_state: State, to_state: State, **_: object
     ) -> None:
+        pass
+
+    def partitions(
+        self, rows: Iterable[tuple[TopicPartition, State, LeaderAndIsr, str | None]],
+        to_state: State,
+    ) -> None:  # fmt: skip
         pass
 
     def replicas(

@@ -263,10 +263,10 @@ class Controller:
             )
         )
 
-    def record_leader_election(self, election_type: str) -> None:
-        """Count one elected partition leader by type (``core.election.ElectionKind``)."""
+    def record_leader_election(self, election_type: str, count: int = 1) -> None:
+        """Count elected partition leaders by type (``core.election.ElectionKind``)."""
         if self.metrics is not None:
-            self.metrics.inc_leader_elections(election_type)
+            self.metrics.inc_leader_elections(election_type, count)
 
     def record_unclean_election(self, tp: TopicPartition) -> None:
         self.unclean_leader_elections += 1

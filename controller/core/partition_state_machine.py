@@ -9,6 +9,7 @@ Every transition is recorded in the state-change log; invalid ones are logged an
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -236,23 +237,25 @@ class PartitionStateMachine:
         while remaining:
             finished, remaining = self._do_elect_leader_for_partitions(remaining, strategy)
             results.update(finished)
+        # Recorded in bulk, in partition order (pending successes are written before each
+        # failure line), and counted per election kind once: 10K elections at a time.
+        rows: list[tuple[TopicPartition, PartitionState, LeaderAndIsr, str | None]] = []
+        elected: Counter[str] = Counter()
+        default_kind = election_kind(strategy)
         for tp in partitions:
             outcome = results.get(tp)
             if isinstance(outcome, LeaderAndIsr):
-                kind = self._last_kind.get(tp, election_kind(strategy))
-                scl.partition(
-                    tp,
-                    ctx.partition_state(tp),
-                    Online,
-                    leader=outcome.leader,
-                    leader_epoch=outcome.leader_epoch,
-                    isr=outcome.isr,
-                    election=kind,
-                )
+                kind = self._last_kind.get(tp, default_kind)
+                rows.append((tp, ctx.partition_state(tp), outcome, kind))
                 ctx.put_partition_state(tp, Online)
-                self.ctl.record_leader_election(kind)
+                elected[kind] += 1
             elif outcome is not None:
+                scl.partitions(rows, Online)
+                rows = []
                 self._log_failed(tp, ctx.partition_state(tp), Online, outcome, scl, strategy)
+        scl.partitions(rows, Online)
+        for kind, count in elected.items():
+            self.ctl.record_leader_election(kind, count)
         return results
 
     def _do_elect_leader_for_partitions(

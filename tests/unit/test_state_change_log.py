@@ -290,3 +290,42 @@ def test_bulk_replica_lines_equal_single_lines() -> None:
     ]
     for rec_a, rec_b in zip(got, expected, strict=True):  # same key order too
         assert list(rec_a) == list(rec_b)
+
+
+def test_bulk_partition_lines_equal_single_lines() -> None:
+    """``partitions`` (the partition state machine's bulk path) writes what ``partition``
+    would, apart from ``ts`` (shared by the rows of one call) and ``seq``."""
+    from controller.core.model import LeaderAndIsr
+
+    rows = [
+        (TP, PartitionState.OfflinePartition, LeaderAndIsr(2, 7, (2, 1)), "offline"),
+        (TopicPartition('we"ird', 0), PartitionState.NewPartition, LeaderAndIsr(1, 0, (1,)), None),
+        (TopicPartition("t", 9), PartitionState.OnlinePartition, LeaderAndIsr(-1, 3), "preferred"),
+    ]
+    single, bulk = io.StringIO(), io.StringIO()
+    logs = StateChangeLog(single, 1), StateChangeLog(bulk, 1)
+    for log in logs:
+        log.set_epoch(5)
+        log.set_event("BrokerChange")
+    for tp, from_state, lai, election in rows:
+        logs[0].partition(
+            tp, from_state, PartitionState.OnlinePartition, leader=lai.leader,
+            leader_epoch=lai.leader_epoch, isr=lai.isr, election=election,
+        )  # fmt: skip
+    logs[1].partitions(rows, PartitionState.OnlinePartition)
+    for log in logs:
+        log.flush()
+    expected, got = records(single.getvalue()), records(bulk.getvalue())
+    assert len({r["ts"] for r in got}) == 1
+    for rec in got:
+        check_schema(rec)
+    strip = {"ts", "seq"}
+    assert [{k: v for k, v in r.items() if k not in strip} for r in got] == [
+        {k: v for k, v in r.items() if k not in strip} for r in expected
+    ]
+    for rec_a, rec_b in zip(got, expected, strict=True):
+        assert list(rec_a) == list(rec_b)
+    with pytest.raises(ValueError):
+        StateChangeLog(io.StringIO(), 1).partitions(
+            [(TP, None, LeaderAndIsr(1), "bogus")], PartitionState.OnlinePartition
+        )
