@@ -178,6 +178,8 @@ def render_text(
         f"{'MTTR p50/p95/p99':>22} {'unclean':>7} {'failovers':>9} {'max gap':>8}",
     ]
     for s in stats:
+        if not s.records:  # e.g. "default": lines too broken to name their cluster
+            continue
         info = facts["clusters"].get(s.cluster, {})
         mttr = "/".join(_dur(info.get(k)) for k in ("mttr_p50_s", "mttr_p95_s", "mttr_p99_s"))
         period = f"{_ts(s.period_start)} -> {_ts(s.period_end)}"
@@ -246,6 +248,8 @@ def render_html(facts: Mapping[str, Any], stats: Sequence[ClusterStats]) -> str:
     clusters = facts["clusters"]
     cards = []
     for s in stats:
+        if not s.records:
+            continue
         info = clusters.get(s.cluster, {})
         cards.append(
             f"<div class='card'><h3>{escape(s.cluster)}</h3>"
