@@ -616,6 +616,10 @@ class KazooPort:
     def _commit_async(self, ops: Sequence[Op]) -> Any:
         """Submit a multi: serialized in one go (``fastmulti``) unless an op needs kazoo's path
         handling."""
+        if self._acl_provider is not None and any(isinstance(op, Create) for op in ops):
+            # Per-path ACLs (zookeeper.set.acl): fastmulti only knows the client's default
+            # ACL, so creates under an ACL policy go through kazoo's transaction.
+            return self._transaction(ops).commit_async()
         payload = fastmulti.encode(ops, self._chroot, self._client.default_acl)
         if payload is None:
             return self._transaction(ops).commit_async()
