@@ -74,12 +74,16 @@ class KazooWatch:
 
 
 class WatchKeeper:
-    """The watches one session has armed, with the zxid each was armed at."""
+    """The watches one session has armed, with the zxid each was armed at.
+
+    Stored as ``(kind, callback) -> {path: zxid}``: the controller arms one watch per topic
+    with the same callback, and a key tuple per watch cost ~6 MB at 100K topics.
+    """
 
     def __init__(self, handler: Any) -> None:
         self._handler = handler  # kazoo's handler: synthetic events go to its watch thread
         self._lock = threading.Lock()
-        self._armed: dict[Key, int | None] = {}
+        self._armed: dict[tuple[str, WatchCallback], dict[str, int | None]] = {}
         self._epoch = 0  # +1 whenever the connection drops: watches armed before are gone
 
     @property
@@ -92,24 +96,41 @@ class WatchKeeper:
     def record(self, key: Key, seen: int | None, epoch: int) -> bool:
         """Note a watch armed by a read started at ``epoch``. False if the connection dropped
         since: the watch may be gone already and the caller must read again."""
+        kind, path, callback = key
         with self._lock:
             if epoch != self._epoch:
                 return False
-            self._armed[key] = seen
+            paths = self._armed.get((kind, callback))
+            if paths is None:
+                paths = self._armed[(kind, callback)] = {}
+            paths[path] = seen
             return True
 
     def fired(self, key: Key) -> None:
+        kind, path, callback = key
         with self._lock:
-            self._armed.pop(key, None)
+            paths = self._armed.get((kind, callback))
+            if paths is not None:
+                paths.pop(path, None)
+                if not paths:
+                    del self._armed[(kind, callback)]
 
     def connection_lost(self) -> None:
         with self._lock:
             self._epoch += 1
 
+    def _entries(self) -> list[tuple[Key, int | None]]:
+        # Lock held.
+        return [
+            ((kind, path, callback), seen)
+            for (kind, callback), paths in self._armed.items()
+            for path, seen in paths.items()
+        ]
+
     def snapshot(self) -> tuple[int, list[tuple[Key, int | None]]]:
         """The watches to re-arm after a reconnect, and the epoch to record them at."""
         with self._lock:
-            return self._epoch, list(self._armed.items())
+            return self._epoch, self._entries()
 
     def discard(self) -> None:
         """Forget every watch silently (the port closes its session itself)."""
@@ -121,7 +142,7 @@ class WatchKeeper:
         """The session is gone and its watches with it: each gets a NONE event."""
         with self._lock:
             self._epoch += 1
-            keys = list(self._armed)
+            keys = [key for key, _ in self._entries()]
             self._armed.clear()
         for _, path, callback in keys:
             self.dispatch(callback, WatchEvent(EventType.NONE, path))
