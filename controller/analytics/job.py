@@ -124,6 +124,8 @@ def write_text(spark: SparkSession, uri: str, text: str) -> None:
     assert jvm is not None
     path = jvm.org.apache.hadoop.fs.Path(uri)
     fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if fs.getScheme() == "file":  # no .crc file beside report.html
+        fs = fs.getRawFileSystem()
     stream = fs.create(path, True)
     try:
         stream.write(bytearray(text.encode("utf-8")))

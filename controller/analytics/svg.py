@@ -16,7 +16,7 @@ PALETTE = (
     "#ff9da7", "#9c755f", "#bab0ac",
 )
 W, H = 860, 280
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 44
+LEFT, RIGHT, TOP, BOTTOM = 64, 16, 28, 44
 
 
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -119,7 +119,7 @@ def time_lines(
         return TOP + (hi - y) / (hi - lo) * (H - TOP - BOTTOM)
 
     body = _axes(ticks, yo) + _time_labels(x0, x1, xo)
-    body.append(f'<text x="12" y="{TOP + 4}" class="tick">{escape(y_label)}</text>')
+    body.append(f'<text x="12" y="12" class="tick">{escape(y_label)}</text>')
     legend = []
     for i, (name, pts) in enumerate(sorted(series.items())):
         colour = PALETTE[i % len(PALETTE)]
@@ -152,7 +152,7 @@ def bars(
         return TOP + (hi - y) / hi * (H - TOP - BOTTOM)
 
     body = _axes(ticks, yo)
-    body.append(f'<text x="12" y="{TOP + 4}" class="tick">{escape(y_label)}</text>')
+    body.append(f'<text x="12" y="12" class="tick">{escape(y_label)}</text>')
     every = label_every or max(1, math.ceil(n / 12))
     base = [0.0] * n
     legend = []
