@@ -313,7 +313,13 @@ class BenchCluster:
         self._server: LocalZooKeeper | None = None
         if zookeeper is None:
             self._server = LocalZooKeeper(
-                work_dir=work_dir / "zookeeper", heap=zk_heap, start_timeout=120
+                work_dir=work_dir / "zookeeper",
+                heap=zk_heap,
+                start_timeout=120,
+                # G1 as production ZooKeeper runs: the test servers' serial collector stops the
+                # server for seconds once it holds millions of znodes (clients then drop their
+                # connections on missed pings).
+                jvm_args=("-XX:-UseSerialGC", "-XX:+UseG1GC"),
             ).start()
             zookeeper = self._server.hosts
         self.hosts = zookeeper
