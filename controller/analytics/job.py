@@ -144,6 +144,17 @@ def _write(ds: outputs.Dataset, base: str) -> None:
         ds.df.coalesce(1).write.mode("overwrite").parquet(f"{base}/{ds.name}")
 
 
+def _reread(
+    spark: SparkSession, datasets: dict[str, outputs.Dataset], base: str
+) -> dict[str, outputs.Dataset]:
+    return {
+        # The plan's schema: an empty dataset has no files to infer one from.
+        name: outputs.Dataset(name, spark.read.schema(ds.df.schema).parquet(f"{base}/{name}"),
+                              ds.by_date, ds.description)
+        for name, ds in datasets.items()
+    }
+
+
 def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -172,7 +183,9 @@ def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
                 future.result()
     report_path = None
     with timer.step("report"):
-        facts = report.gather(datasets, stats)
+        # From what was written, not the lazy plans: re-running them would recompute every
+        # output from the timeline a second time.
+        facts = report.gather(_reread(spark, datasets, base), stats)
         if cfg.report:
             report_path = f"{base}/report.html"
             write_text(spark, report_path, report.render_html(facts, stats))
