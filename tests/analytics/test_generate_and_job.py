@@ -94,6 +94,13 @@ def test_job_end_to_end(spark, tmp_path: Path) -> None:
     assert windows.count() > 0
     assert any(p.name.startswith("dt=") for p in (out / "unavailability_windows").iterdir())
     assert spark.read.parquet(str(out / "bad_records")).count() == result.bad
+    # The report's facts come from the written datasets.
+    unclean = spark.read.parquet(str(out / "unclean_elections")).count()
+    assert result.facts["unclean_total"] == unclean
+    assert sum(len(v) for v in result.facts["availability_hourly"].values()) == (
+        spark.read.parquet(str(out / "availability_hourly"))
+        .where("availability_pct IS NOT NULL").count()
+    )
     html = (out / "report.html").read_text()
     assert html.count("<svg") >= 4 and "Partition availability" in html
     assert "prod-eu-1" in result.summary and "availability" in result.summary

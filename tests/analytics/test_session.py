@@ -1,0 +1,23 @@
+"""The embedded session's settings reach the JVM it starts."""
+
+from __future__ import annotations
+
+from controller.analytics.session import _default_driver_memory, _local_cores
+
+
+def test_local_session_settings(spark) -> None:
+    # Set by get_session for a local master it launches (the fixture's own conf aside).
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    jvm = spark.sparkContext._jvm
+    beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    names = {beans.get(i).getName() for i in range(beans.size())}
+    assert names == {"PS Scavenge", "PS MarkSweep"}, names  # -XX:+UseParallelGC
+
+
+def test_local_core_counts() -> None:
+    assert _local_cores("local[2]") == 2
+    assert _local_cores("local[4,3]") == 4
+    assert _local_cores("local") == 1
+    assert _local_cores("local[*]") >= 1
+    assert _default_driver_memory().endswith("g")
