@@ -42,6 +42,7 @@ from controller.zk.errors import (
     ZkError,
 )
 from controller.zk.fenced import FencedWriter
+from controller.zk.gateway_admin import AdminZnodes
 from controller.zk.port import Create, Delete, Op, OpResult, ReadResult, SetData, ZkPort
 from controller.zk.watches import (
     ChildrenDataChangeHandler,
@@ -64,7 +65,7 @@ class UpdateLeaderAndIsrResult:
     to_retry: set[TopicPartition]
 
 
-class ZkGateway:
+class ZkGateway(AdminZnodes):
     def __init__(self, port: ZkPort, *, read_batch: int = 1000) -> None:
         self.port = port
         self.watches = WatchRegistry()
@@ -545,147 +546,6 @@ class ZkGateway:
             ):
                 landed[tp] = now.leader_and_isr
         return landed
-
-    # -- topic deletion ------------------------------------------------------------------
-
-    def get_topic_deletions(self) -> list[str]:
-        return sorted(self.get_children(paths.DELETE_TOPICS))
-
-    def delete_topic_deletions(self, topics: Iterable[str], epoch_zk_version: int) -> None:
-        self._delete_all([paths.delete_topic_path(t) for t in topics], epoch_zk_version)
-
-    def delete_topic_configs(self, topics: Iterable[str], epoch_zk_version: int) -> None:
-        self._delete_all([paths.topic_config_path(t) for t in topics], epoch_zk_version)
-
-    def delete_topic_znode(self, topic: str, epoch_zk_version: int) -> bool:
-        """Fenced recursive delete of ``/brokers/topics/T``; False when it did not exist."""
-        return self.delete_recursive(paths.topic_path(topic), epoch_zk_version)
-
-    def delete_recursive(self, path: str, epoch_zk_version: int) -> bool:
-        tree = self._list_tree(path)
-        if not tree:
-            return False
-        # Children before parents: deepest paths first.
-        tree.sort(key=lambda p: p.count("/"), reverse=True)
-        self._delete_all(tree, epoch_zk_version)
-        return True
-
-    def _list_tree(self, path: str) -> list[str]:
-        try:
-            children = self.port.get_children(path)
-        except NoNodeError:
-            return []
-        out = [path]
-        for child in children:
-            out.extend(self._list_tree(f"{path}/{child}"))
-        return out
-
-    def _delete_all(self, path_list: list[str], epoch_zk_version: int) -> None:
-        """Fenced deletes; a missing node is not an error. Groups by depth to keep order."""
-        by_depth: dict[int, list[str]] = {}
-        for p in path_list:
-            by_depth.setdefault(p.count("/"), []).append(p)
-        for depth in sorted(by_depth, reverse=True):
-            items = {p: [Delete(p)] for p in by_depth[depth]}
-            for p, result in self._writer.run(items, epoch_zk_version).items():
-                if isinstance(result, ZkError) and not isinstance(result, NoNodeError):
-                    raise result if result.path else type(result)(str(result), p)
-
-    # -- notifications -------------------------------------------------------------------
-
-    def get_all_isr_change_notifications(self) -> list[str]:
-        return sorted(self.get_children(paths.ISR_CHANGE_NOTIFICATION))
-
-    def get_partitions_from_isr_change_notifications(
-        self, names: Iterable[str]
-    ) -> set[TopicPartition]:
-        out: set[TopicPartition] = set()
-        name_list = [f"{paths.ISR_CHANGE_NOTIFICATION}/{n}" for n in names]
-        for res in self._get_many(name_list):
-            if not res.ok:
-                continue
-            try:
-                out |= codecs.decode_isr_change_notification(res.data, res.path)
-            except MalformedZnodeError as exc:
-                log.error(
-                    "ignoring malformed ISR change notification", path=res.path, error=exc.problem
-                )
-        return out
-
-    def delete_isr_change_notifications(self, names: Iterable[str], epoch_zk_version: int) -> None:
-        self._delete_all([f"{paths.ISR_CHANGE_NOTIFICATION}/{n}" for n in names], epoch_zk_version)
-
-    def get_all_log_dir_event_notifications(self) -> list[str]:
-        return sorted(self.get_children(paths.LOG_DIR_EVENT_NOTIFICATION))
-
-    def get_broker_ids_from_log_dir_events(self, names: Iterable[str]) -> list[int]:
-        out = []
-        name_list = [f"{paths.LOG_DIR_EVENT_NOTIFICATION}/{n}" for n in names]
-        for res in self._get_many(name_list):
-            if not res.ok:
-                continue
-            try:
-                out.append(codecs.decode_log_dir_event(res.data, res.path))
-            except MalformedZnodeError as exc:
-                log.error("ignoring malformed log dir event", path=res.path, error=exc.problem)
-        return out
-
-    def delete_log_dir_event_notifications(
-        self, names: Iterable[str], epoch_zk_version: int
-    ) -> None:
-        self._delete_all(
-            [f"{paths.LOG_DIR_EVENT_NOTIFICATION}/{n}" for n in names], epoch_zk_version
-        )
-
-    # -- admin znodes --------------------------------------------------------------------
-
-    def get_partition_reassignment(self) -> dict[TopicPartition, tuple[int, ...]]:
-        """``/admin/reassign_partitions``; absent or malformed gives {} (Kafka's handling)."""
-        got = self.get_data(paths.REASSIGN_PARTITIONS, watch=False)
-        if got is None:
-            return {}
-        try:
-            return codecs.decode_reassignment(got[0], paths.REASSIGN_PARTITIONS)
-        except MalformedZnodeError as exc:
-            log.warning("ignoring malformed reassignment request", path=exc.path, error=exc.problem)
-            return {}
-
-    def reassign_partitions_in_progress(self) -> bool:
-        return self.port.exists(paths.REASSIGN_PARTITIONS) is not None
-
-    def set_or_create_partition_reassignment(
-        self, reassignment: Mapping[TopicPartition, Iterable[int]], epoch_zk_version: int
-    ) -> None:
-        data = codecs.encode_reassignment({tp: tuple(r) for tp, r in reassignment.items()})
-        result = self._writer.run_one([SetData(paths.REASSIGN_PARTITIONS, data)], epoch_zk_version)
-        if isinstance(result, NoNodeError):
-            result = self._writer.run_one(
-                [Create(paths.REASSIGN_PARTITIONS, data)], epoch_zk_version
-            )
-        if isinstance(result, ZkError):
-            raise result
-
-    def delete_partition_reassignment(self, epoch_zk_version: int) -> None:
-        self.delete_recursive(paths.REASSIGN_PARTITIONS, epoch_zk_version)
-
-    def get_preferred_replica_election(self) -> set[TopicPartition]:
-        got = self.get_data(paths.PREFERRED_REPLICA_ELECTION, watch=False)
-        if got is None:
-            return set()
-        try:
-            return codecs.decode_preferred_replica_election(
-                got[0], paths.PREFERRED_REPLICA_ELECTION
-            )
-        except MalformedZnodeError as exc:
-            log.warning(
-                "ignoring malformed preferred replica election request",
-                path=exc.path,
-                error=exc.problem,
-            )
-            return set()
-
-    def delete_preferred_replica_election(self, epoch_zk_version: int) -> None:
-        self._delete_all([paths.PREFERRED_REPLICA_ELECTION], epoch_zk_version)
 
 
 def assignment_with(
