@@ -30,7 +30,6 @@ pipelines; the calls a recursive delete makes are counted too.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -45,28 +44,22 @@ from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry, RetryFailedError
 
-from controller.zk import errors, fastmulti, multiread
+from controller.zk import errors, multiread
 from controller.zk.kazoo_support import (
     ZkObserver,
     observed,
-    op_results,
     to_stat,
     translate,
     zxid_of,
 )
 from controller.zk.kazoo_watches import WatchKeeper
+from controller.zk.kazoo_writes import KazooWrites
 from controller.zk.port import (
     CHILD_WATCH,
     DATA_WATCH,
-    Check,
-    Create,
-    Delete,
-    Op,
-    OpResult,
     ReadResult,
     SessionListener,
     SessionState,
-    SetData,
     WatchCallback,
     WatchEvent,
     ZnodeStat,
@@ -76,7 +69,6 @@ from controller.zk.watched_reads import WatchedReads
 
 log = structlog.get_logger("zkctl.zk.kazoo")
 T = TypeVar("T")
-_DELETE_BATCH = 1000  # deletes per multi in a recursive delete (~100 KB requests at most)
 
 _STATES = {
     KazooState.CONNECTED: SessionState.CONNECTED,
@@ -99,7 +91,7 @@ class _Progress:
         return self.end - time.monotonic()
 
 
-class KazooPort(WatchedReads):
+class KazooPort(WatchedReads, KazooWrites):
     """``ZkPort`` over one kazoo client, i.e. one ZooKeeper session at a time.
 
     ``connect`` is a ZooKeeper connect string, optionally with a chroot
@@ -486,163 +478,6 @@ class KazooPort(WatchedReads):
             for reply in replies
             for entry in reply
         ]
-
-    # ------------------------------------------------------------------- writes
-
-    @observed("multi", lambda ops: len(ops))
-    def multi(self, ops: Sequence[Op]) -> list[OpResult]:
-        if not ops:
-            return []
-        raw = self._call(lambda: self._commit_async(ops))
-        return op_results(ops, raw)
-
-    @observed("multi_many", lambda transactions: sum(len(t) for t in transactions))
-    def multi_many(self, transactions: Sequence[Sequence[Op]]) -> list[list[OpResult]]:
-        """Independent multis, pipelined. A multi resent after a connection loss may be
-        reordered relative to the others: callers must not rely on their relative order."""
-        todo = [i for i, ops in enumerate(transactions) if ops]
-        with self._translated():
-            raw = self._pipeline(
-                [transactions[i] for i in todo],
-                self._commit_async,
-                self._max_in_flight,
-            )
-        out: list[list[OpResult]] = [[] for _ in transactions]
-        for index, results in zip(todo, raw, strict=True):
-            out[index] = op_results(transactions[index], results)
-        return out
-
-    def _commit_async(self, ops: Sequence[Op]) -> Any:
-        """Submit a multi: serialized in one go (``fastmulti``) unless an op needs kazoo's path
-        handling."""
-        if self._acl_provider is not None and any(isinstance(op, Create) for op in ops):
-            # Per-path ACLs (zookeeper.set.acl): fastmulti only knows the client's default
-            # ACL, so creates under an ACL policy go through kazoo's transaction.
-            return self._transaction(ops).commit_async()
-        payload = fastmulti.encode(ops, self._chroot, self._client.default_acl)
-        if payload is None:
-            return self._transaction(ops).commit_async()
-        return fastmulti.submit(self._client, payload)
-
-    def _transaction(self, ops: Sequence[Op]) -> Any:
-        txn = self._client.transaction()
-        for op in ops:
-            if isinstance(op, Create):
-                txn.create(
-                    op.path,
-                    op.data or b"",
-                    acl=self._acl(op.path),
-                    ephemeral=op.ephemeral,
-                    sequence=op.sequential,
-                )
-            elif isinstance(op, SetData):
-                txn.set_data(op.path, op.data, op.version)
-            elif isinstance(op, Delete):
-                txn.delete(op.path, op.version)
-            elif isinstance(op, Check):
-                txn.check(op.path, op.version)
-            else:
-                raise TypeError(f"not a ZooKeeper op: {op!r}")
-        return txn
-
-    @observed("create")
-    def create(
-        self,
-        path: str,
-        data: bytes | None = None,
-        *,
-        ephemeral: bool = False,
-        sequential: bool = False,
-        makepath: bool = False,
-    ) -> str:
-        if self._acl_provider is not None and makepath:
-            # kazoo's makepath gives the parents the leaf's ACL; Kafka gives each its own.
-            try:
-                return self.create(path, data, ephemeral=ephemeral, sequential=sequential)
-            except errors.NoNodeError:
-                self._ensure_path_with_acls(path.rsplit("/", 1)[0])
-                return self.create(path, data, ephemeral=ephemeral, sequential=sequential)
-        created: str = self._call(
-            lambda: self._client.create_async(
-                path,
-                data or b"",
-                acl=self._acl(path),
-                ephemeral=ephemeral,
-                sequence=sequential,
-                makepath=makepath,
-            ),
-            path,
-        )
-        return created
-
-    def _acl(self, path: str) -> list[Any] | None:
-        """The ACL to create ``path`` with; None: kazoo's default."""
-        return None if self._acl_provider is None else list(self._acl_provider(path))
-
-    def _ensure_path_with_acls(self, path: str) -> None:
-        """kazoo's ensure_path, but every missing level gets its own ACL from the provider."""
-        if not path or path == "/" or self.exists(path) is not None:
-            return
-        self._ensure_path_with_acls(path.rsplit("/", 1)[0])
-        with contextlib.suppress(errors.NodeExistsError):  # created meanwhile by another
-            self._call(lambda: self._client.create_async(path, b"", acl=self._acl(path)), path)
-
-    @observed("set")
-    def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
-        return to_stat(self._call(lambda: self._client.set_async(path, data, version), path))
-
-    @observed("delete")
-    def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
-        """Delete ``path``. ``recursive`` deletes descendants first (any version), then the
-        node with ``version``; a missing node is then not an error (as kazoo and Kafka)."""
-        if not recursive:
-            self._call(lambda: self._client.delete_async(path, version), path)
-            return
-        for _ in range(3):  # a batch raced with another writer: list the tree again
-            stat = self.exists(path)
-            if stat is None:
-                return
-            if version != -1 and stat.version != version:
-                raise errors.BadVersionError(path=path)
-            # Deletes in multis (one write per 1,000 nodes instead of one per node); one
-            # session's requests run in order, so the deepest nodes go first.
-            victims = self._descendants(path)[::-1]
-            batches = [
-                [Delete(p) for p in victims[i : i + _DELETE_BATCH]]
-                for i in range(0, len(victims), _DELETE_BATCH)
-            ]
-            *_, (last,) = self.multi_many([*batches, [Delete(path, version)]])
-            error = last.error
-            # The node itself gone means its whole tree is: a failed batch above only raced.
-            if error is None or isinstance(error, errors.NoNodeError):
-                return
-            if not isinstance(error, errors.NotEmptyError):
-                raise error  # e.g. BadVersion: the node changed since we looked
-        raise errors.NotEmptyError(f"could not delete the tree under {path}", path=path)
-
-    def _descendants(self, root: str) -> list[str]:
-        """Every node under ``root``, parents before children (breadth first); each level is
-        listed with one batched read (multi-read getChildren when available)."""
-        found: list[str] = []
-        level = [root]
-        while level:
-            with self._translated(root):
-                listings = self._read_batch(level, multiread.GET_CHILDREN)
-            level = [
-                f"{parent.rstrip('/')}/{child}"
-                for parent, children in zip(level, listings, strict=True)
-                if not isinstance(children, Exception)  # deleted meanwhile: nothing to do
-                for child in children
-            ]
-            found += level
-        return found
-
-    @observed("ensure_path")
-    def ensure_path(self, path: str) -> None:
-        if self._acl_provider is not None:
-            self._ensure_path_with_acls(path)
-            return
-        self._call(lambda: self._client.ensure_path_async(path), path)
 
     def __repr__(self) -> str:
         sid = self.session_id
