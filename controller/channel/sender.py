@@ -220,7 +220,10 @@ class RequestSendThread(threading.Thread):
             method = getattr(stub, request.kind.value)
             try:
                 response: ResponseMessage = method(request.message, timeout=self._timeout)
-            except grpc.RpcError as exc:
+            except (grpc.RpcError, ValueError) as exc:
+                # ValueError: grpc's "Cannot invoke RPC on closed channel", when the channel was
+                # closed (by stop(), or a TLS channel replaced on rotation) between taking the
+                # stub and the call starting. The thread must survive it like any failed send.
                 if self._stopping.is_set():
                     return None
                 failures += 1
@@ -282,10 +285,10 @@ class RequestSendThread(threading.Thread):
             channel.close()
 
 
-def _code_name(exc: grpc.RpcError) -> str:
+def _code_name(exc: Exception) -> str:
     code = exc.code() if isinstance(exc, grpc.Call) else None
     return code.name if code is not None else type(exc).__name__
 
 
-def _details(exc: grpc.RpcError) -> str:
+def _details(exc: Exception) -> str:
     return (exc.details() or "") if isinstance(exc, grpc.Call) else str(exc)

@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
+from typing import Any
 
 import grpc
 import pytest
@@ -14,7 +15,13 @@ from structlog.testing import capture_logs
 from controller.api.v1 import broker_pb2, broker_pb2_grpc, common_pb2
 from controller.channel import convert
 from controller.channel.manager import ControllerChannelManager
-from controller.channel.sender import OutboundRequest, RequestKind
+from controller.channel.sender import (
+    NoMetrics,
+    OutboundRequest,
+    QueueItem,
+    RequestKind,
+    RequestSendThread,
+)
 from controller.core.model import (
     Broker,
     BrokerAndEpoch,
@@ -24,6 +31,7 @@ from controller.core.model import (
     ReplicaAssignment,
     TopicPartition,
 )
+from controller.security.tls import ChannelOpener, ChannelOptions
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
@@ -377,3 +385,91 @@ def test_metrics_hooks_see_brokers_and_queue_times(hosts: list[BrokerHost]) -> N
     finally:
         manager.shutdown()
     assert hooks.removed == [3]
+
+
+class _ClosedBeforeTheCall(grpc.Channel):
+    """A real channel that another thread closes after the stub was made and before the
+    call starts (as stop() or a TLS rotation can). A stub made on an already closed channel
+    would crash grpc itself, so the close happens inside the call."""
+
+    def __init__(self, real: grpc.Channel) -> None:
+        self._real = real
+
+    def unary_unary(self, method: str, *args: object, **kwargs: object) -> Any:
+        real = self._real.unary_unary(method, *args, **kwargs)
+
+        def call(request: object, *a: object, **kw: object) -> object:
+            self._real.close()
+            return real(request, *a, **kw)
+
+        return call
+
+    def unary_stream(self, *args: Any, **kwargs: Any) -> Any:
+        return self._real.unary_stream(*args, **kwargs)
+
+    def stream_unary(self, *args: Any, **kwargs: Any) -> Any:
+        return self._real.stream_unary(*args, **kwargs)
+
+    def stream_stream(self, *args: Any, **kwargs: Any) -> Any:
+        return self._real.stream_stream(*args, **kwargs)
+
+    def subscribe(self, *args: Any, **kwargs: Any) -> None:
+        self._real.subscribe(*args, **kwargs)
+
+    def unsubscribe(self, *args: Any, **kwargs: Any) -> None:
+        self._real.unsubscribe(*args, **kwargs)
+
+    def close(self) -> None:
+        self._real.close()
+
+    def __enter__(self) -> _ClosedBeforeTheCall:
+        return self
+
+    def __exit__(self, *exc_info: object) -> bool:
+        self.close()
+        return False
+
+
+class _FirstChannelClosed(ChannelOpener):
+    def __init__(self) -> None:
+        super().__init__()
+        self.opened = 0
+
+    def open(self, target: str, options: ChannelOptions = ()) -> grpc.Channel:
+        self.opened += 1
+        channel = super().open(target, options)
+        return _ClosedBeforeTheCall(channel) if self.opened == 1 else channel
+
+
+def test_a_channel_closed_under_the_sender_is_a_failed_send_not_a_dead_thread(
+    hosts: list[BrokerHost],
+) -> None:
+    servicer = RecordingBroker()
+    host = BrokerHost(servicer)
+    hosts.append(host)
+    opener = _FirstChannelClosed()
+    sender = RequestSendThread(
+        controller_id=1,
+        broker_id=1,
+        target=f"127.0.0.1:{host.port}",
+        request_timeout_s=5.0,
+        metrics=NoMetrics(),
+        reconnect_backoff_s=0.05,
+        channel_opener=opener,
+    )
+    sender.start()
+    try:
+        answers: list[object] = []
+        with capture_logs() as logs:
+            sender.enqueue(QueueItem(lai("closed"), answers.append))
+            assert wait_until(lambda: len(answers) == 1)
+        assert opener.opened == 2
+        assert [k for k, _ in servicer.received] == ["LeaderAndIsr"]
+        failed = [e for e in logs if e["event"].startswith("request to broker failed")]
+        assert failed and failed[0]["code"] == "ValueError"
+        # The thread is still serving: a second request gets through on the new channel.
+        sender.enqueue(QueueItem(lai("after"), answers.append))
+        assert wait_until(lambda: len(answers) == 2)
+        assert sender.is_alive()
+    finally:
+        sender.stop()
