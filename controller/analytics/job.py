@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from controller.analytics import outputs, report
 from controller.analytics.ingest import clean, read_logs
 from controller.analytics.session import get_session
+from controller.analytics.transforms.controller import epoch_summary
 from controller.analytics.transforms.timeline import timeline
 
 if TYPE_CHECKING:
@@ -81,22 +82,14 @@ class _Timer:
             self.timings[name] = round(time.perf_counter() - t0, 2)
 
 
-def _stats(tl: DataFrame) -> list[ClusterStats]:
+def _stats(per_epoch: DataFrame) -> list[ClusterStats]:
+    """Per-cluster counts, from ``controller.epoch_summary`` (not another timeline scan)."""
     from pyspark.sql import functions as F
 
-    c = F.col
-
-    def count(cond: Any) -> Any:
-        return F.sum(F.when(cond, 1).otherwise(0))
-
-    rows = tl.groupBy("cluster").agg(
-        F.count(F.lit(1)).alias("lines"),
-        count(c("bad_reason").isNotNull()).alias("bad"),
-        count(c("usable") & c("dup")).alias("duplicates"),
-        count(c("bad_reason").isNull() & ~c("usable")).alias("not_ok"),
-        count(c("live")).alias("records"),
-        F.min(F.when(c("live"), c("ts"))).alias("first_ts"),
-        F.max(F.when(c("live"), c("ts"))).alias("last_ts"),
+    rows = per_epoch.groupBy("cluster").agg(
+        *[F.sum(n).alias(n) for n in ("lines", "bad", "duplicates", "not_ok", "records")],
+        F.min("first_seen_ts").alias("first_ts"),
+        F.max("last_seen_ts").alias("last_ts"),
     ).collect()
     return sorted(
         (ClusterStats(**{k: r[k] for k in r.asDict()}) for r in rows),
@@ -172,9 +165,12 @@ def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
         if cfg.end is not None:  # later records can't matter; earlier ones set the state
             records = records.where(F.col("ts").isNull() | (F.col("ts") <= F.lit(cfg.end)))
         tl = keep(timeline(records))
-        stats = _stats(tl)
+        per_epoch = keep(epoch_summary(tl))
+        stats = _stats(per_epoch)
     periods = F.broadcast(_periods(spark, stats, cfg))
-    datasets = outputs.build(tl, periods, cfg.top_n, keep, cfg.session_timeout_s)
+    datasets = outputs.build(
+        tl, periods, cfg.top_n, keep, cfg.session_timeout_s, per_epoch=per_epoch
+    )
     with timer.step("outputs"):
         bad = outputs.Dataset("bad_records", outputs.bad_records(tl), False, "")
         todo = [bad, *datasets.values()]

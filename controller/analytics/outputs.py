@@ -47,13 +47,15 @@ def build(
     top_n: int = 20,
     keep: Callable[[DataFrame], DataFrame] = lambda df: df,
     session_timeout_s: float = controller.DEFAULT_SESSION_TIMEOUT_S,
+    per_epoch: DataFrame | None = None,
 ) -> dict[str, Dataset]:
     """All output datasets. ``keep`` marks the intermediates several outputs reuse (the job
-    persists them; tests leave them lazy)."""
+    persists them; tests leave them lazy). ``per_epoch``: ``controller.epoch_summary`` of
+    the timeline, when the caller has it already."""
     ivals = keep(availability.intervals(timeline))
     windows = keep(availability.unavailability_windows(ivals, periods))
     churn_daily = keep(churn.partition_churn_daily(timeline, periods))
-    tenure_rows = keep(controller.tenures(timeline, periods))
+    tenure_rows = keep(controller.tenures(timeline, periods, per_epoch))
     frames: dict[str, DataFrame] = {
         "unavailability_windows": windows,
         "availability_hourly": availability.availability_hourly(ivals, periods),

@@ -19,26 +19,54 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 
-def tenures(timeline: DataFrame, periods: DataFrame) -> DataFrame:
-    """Per cluster and controller epoch: who, when elected, when ready, when it ended."""
-    from pyspark.sql import Window
+def epoch_summary(timeline: DataFrame) -> DataFrame:
+    """Per cluster and controller epoch, over every row (bad ones included): the counts the
+    job's per-cluster stats need and the facts of each tenure. One aggregation feeds both, so
+    the timeline is scanned once for them.
+
+    ``records`` counts live rows; the tenure columns consider live rows only. Rows too broken
+    to carry an epoch form the group with a null epoch.
+    """
     from pyspark.sql import functions as F
 
     c = F.col
-    ctl = c("kind") == S.KIND_CONTROLLER
+    live = c("live")
+    ctl = live & (c("kind") == S.KIND_CONTROLLER)
+
+    def count(cond: Column) -> Column:
+        return F.sum(F.when(cond, 1).otherwise(0))
 
     def first_ts(state: str) -> Column:
         return F.min(F.when(ctl & (c("to_state") == state), c("ts")))
 
-    per_epoch = timeline.where(c("live")).groupBy("cluster", "controller_epoch").agg(
-        F.min("controller_id").alias("controller_id"),
+    return timeline.groupBy("cluster", "controller_epoch").agg(
+        F.count(F.lit(1)).alias("lines"),
+        count(c("bad_reason").isNotNull()).alias("bad"),
+        count(c("usable") & c("dup")).alias("duplicates"),
+        count(c("bad_reason").isNull() & ~c("usable")).alias("not_ok"),
+        count(live).alias("records"),
+        F.min(F.when(live, c("controller_id"))).alias("controller_id"),
         first_ts(S.CONTROLLER_ELECTED).alias("elected_ts"),
         first_ts(S.CONTROLLER_READY).alias("ready_ts"),
         first_ts(S.CONTROLLER_RESIGNED).alias("resigned_ts"),
-        F.min("ts").alias("first_seen_ts"),
-        F.max("ts").alias("last_seen_ts"),
-        F.count(F.lit(1)).alias("records"),
+        F.min(F.when(live, c("ts"))).alias("first_seen_ts"),
+        F.max(F.when(live, c("ts"))).alias("last_seen_ts"),
     )
+
+
+def tenures(
+    timeline: DataFrame, periods: DataFrame, per_epoch: DataFrame | None = None
+) -> DataFrame:
+    """Per cluster and controller epoch: who, when elected, when ready, when it ended.
+
+    ``per_epoch`` is ``epoch_summary(timeline)`` when the caller already has it.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    c = F.col
+    summary = epoch_summary(timeline) if per_epoch is None else per_epoch
+    per_epoch = summary.where(c("records") > 0)
     w = Window.partitionBy("cluster").orderBy("controller_epoch")
     start = F.coalesce(c("elected_ts"), c("first_seen_ts"))
     end_reason = (
