@@ -21,15 +21,8 @@ This module is the public face; the code lives by concern in sibling modules:
 
 from __future__ import annotations
 
-# Private names stay importable here too: ``tiers`` subclasses ``_Managed`` from this module.
 from controller.zk.server_ensemble import LocalEnsemble
-from controller.zk.server_local import _LIVE as _LIVE
 from controller.zk.server_local import LocalZooKeeper, live_servers
-from controller.zk.server_local import _all_threads_stopped as _all_threads_stopped
-from controller.zk.server_local import _Managed as _Managed
-from controller.zk.server_local import _stop_process as _stop_process
-from controller.zk.server_local import _tail as _tail
-from controller.zk.server_local import _terminate as _terminate
 from controller.zk.server_probes import four_letter_word, free_port, free_ports, server_mode
 from controller.zk.server_setup import (
     DEBIAN_JAR,

@@ -27,10 +27,10 @@ from controller.zk.server import (
     ZooKeeperHandle,
     ZooKeeperStartError,
     ZooKeeperUnavailable,
-    _Managed,
     four_letter_word,
     local_zookeeper_problem,
 )
+from controller.zk.server_local import _Managed
 
 # ---------------------------------------------------------------------------------------------
 # Tier 1: external, tier 3: Docker
