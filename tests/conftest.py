@@ -37,7 +37,6 @@ from controller.zk.server import (
     LocalEnsemble,
     LocalZooKeeper,
     ZooKeeperHandle,
-    ZooKeeperStartError,
     ZooKeeperUnavailable,
     java_executable,
     live_servers,
@@ -48,6 +47,7 @@ from controller.zk.server import (
     free_port as _free_port,
 )
 from controller.zk.tiers import DockerZooKeeper, resolve_zookeeper
+from tests.support import running
 
 ZK_FIXTURES = frozenset(
     {"zk_server", "zk_connect", "zk_standalone", "zk_ensemble", "zk_local_install"}
@@ -128,30 +128,14 @@ def zk_local_install() -> Path:
 
 @pytest.fixture
 def zk_standalone(zk_local_install: Path) -> Iterator[LocalZooKeeper]:
-    server = LocalZooKeeper()
-    try:
-        server.start()
-    except ZooKeeperStartError as exc:
-        server.close()
-        pytest.fail(str(exc))
-    try:
+    with running(LocalZooKeeper()) as server:
         yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture
 def zk_ensemble(zk_local_install: Path) -> Iterator[LocalEnsemble]:
-    ensemble = LocalEnsemble(3)
-    try:
-        ensemble.start()
-    except ZooKeeperStartError as exc:
-        ensemble.close()
-        pytest.fail(str(exc))
-    try:
+    with running(LocalEnsemble(3)) as ensemble:
         yield ensemble
-    finally:
-        ensemble.close()
 
 
 @pytest.fixture

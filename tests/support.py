@@ -9,14 +9,16 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+import pytest
 from kazoo.client import KazooClient
 from kazoo.retry import KazooRetry
 
-from controller.zk.server import free_port
+from controller.zk.server import ZooKeeperStartError, free_port
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parent.parent
@@ -170,3 +172,27 @@ def controller_in_zk(client: KazooClient) -> tuple[int | None, int | None]:
         except ValueError:
             epoch = None
     return controller, epoch
+
+
+class _Server(Protocol):
+    def start(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+S = TypeVar("S", bound=_Server)
+
+
+@contextmanager
+def running(server: S) -> Iterator[S]:
+    """Start a local ZooKeeper server or ensemble for a fixture: a failed start fails the
+    test (with the server's log in the message) and the server is closed either way."""
+    try:
+        server.start()
+    except ZooKeeperStartError as exc:
+        server.close()
+        pytest.fail(str(exc))
+    try:
+        yield server
+    finally:
+        server.close()

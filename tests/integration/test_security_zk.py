@@ -29,9 +29,9 @@ from controller.daemon import ControllerDaemon
 from controller.security.acls import ZkSecurity, default_acls, zk_security
 from controller.zk import errors, paths
 from controller.zk.kazoo_port import KazooPort
-from controller.zk.server import LocalZooKeeper, ZooKeeperStartError, free_port
+from controller.zk.server import LocalZooKeeper, free_port
 from tests.conftest import _unavailable
-from tests.support import wait_until
+from tests.support import running, wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -65,15 +65,8 @@ def secure_zk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalZooKeep
             + make_digest_acl_credential(*SUPER),
         ],
     )
-    try:
-        server.start()
-    except ZooKeeperStartError as exc:
-        server.close()
-        pytest.fail(str(exc))
-    try:
+    with running(server):
         yield server
-    finally:
-        server.close()
 
 
 def _client(hosts: str, auth: tuple[str, str] | None = None) -> KazooClient:
