@@ -1,7 +1,8 @@
 """The analysis job: read at one edge, write at the other, transforms in between.
 
 The input is parsed once. The timeline (one shuffle and sort of every record by partition
-and time) is persisted, and every output is a cheap aggregation over it. Small outputs are
+and time) is reduced in the same pass to the facts every output needs (``outputs.facts``);
+only those are persisted, and every output is finished from them. Small outputs are
 written concurrently: on a cluster each is its own Spark job, and on a 2-core machine running
 them side by side keeps both cores busy while one job waits on its last task.
 """
@@ -111,6 +112,10 @@ def _periods(spark: SparkSession, stats: list[ClusterStats], cfg: JobConfig) -> 
     )
 
 
+def _is_local(spark: SparkSession) -> bool:
+    return spark.sparkContext.master.startswith("local")
+
+
 def write_text(spark: SparkSession, uri: str, text: str) -> None:
     """Write a small text file through Hadoop's FileSystem, so any output URI works."""
     jvm = spark.sparkContext._jvm
@@ -160,19 +165,23 @@ def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
         kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return df
 
-    with timer.step("parse_and_timeline"):
+    with timer.step("parse_and_facts"):
         records = clean(read_logs(spark, cfg.inputs))
         if cfg.end is not None:  # later records can't matter; earlier ones set the state
             records = records.where(F.col("ts").isNull() | (F.col("ts") <= F.lit(cfg.end)))
-        tl = keep(timeline(records))
-        per_epoch = keep(epoch_summary(tl))
+        # The one pass: parse, order each partition's history, reduce it to facts.
+        facts = keep(outputs.facts(timeline(records), cfg.start, cfg.end))
+        per_epoch = keep(epoch_summary(facts))
         stats = _stats(per_epoch)
     periods = F.broadcast(_periods(spark, stats, cfg))
+    if _is_local(spark):
+        # The facts are small: a handful of tasks per output stage, not one per core x 8.
+        spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
     datasets = outputs.build(
-        tl, periods, cfg.top_n, keep, cfg.session_timeout_s, per_epoch=per_epoch
+        facts, periods, cfg.top_n, keep, cfg.session_timeout_s, per_epoch=per_epoch
     )
     with timer.step("outputs"):
-        bad = outputs.Dataset("bad_records", outputs.bad_records(tl), False, "")
+        bad = outputs.Dataset("bad_records", outputs.bad_records(facts), False, "")
         todo = [bad, *datasets.values()]
         with ThreadPoolExecutor(max_workers=max(1, cfg.writers)) as pool:
             for future in [pool.submit(_write, ds, base) for ds in todo]:

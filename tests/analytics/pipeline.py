@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 @dataclass
 class Analysis:
     timeline: DataFrame
+    facts: DataFrame
     periods: DataFrame
     datasets: dict[str, outputs.Dataset]
 
@@ -37,5 +38,6 @@ def analyze_lines(
     path = tmp_path / name
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     tl = timeline(clean(read_logs(spark, [str(path)]))).cache()
+    facts = outputs.facts(tl, start, end).cache()
     p = periods(tl, start, end).cache()
-    return Analysis(tl, p, outputs.build(tl, p, top_n=5))
+    return Analysis(tl, facts, p, outputs.build(facts, p, top_n=5))

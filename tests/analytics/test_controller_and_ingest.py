@@ -86,7 +86,7 @@ def test_malformed_lines_become_bad_records(spark, tmp_path: Path) -> None:
     a = analyze_lines(spark, tmp_path, [*good[:1], *bad, "", *good[1:]])
     from controller.analytics.outputs import bad_records
 
-    rows = bad_records(a.timeline).collect()
+    rows = bad_records(a.facts).collect()
     assert sorted(r.reason for r in rows) == sorted([
         "unparseable", "unparseable", "unparseable", "missing ts", "unknown kind",
         "missing topic or partition", "unknown partition state",

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from controller.analytics import schema as S
+from controller.analytics.transforms.facts import Fact, micros, timestamp
 from controller.analytics.transforms.steps import (
     bucket_integrals,
     clip_events,
@@ -45,7 +46,33 @@ def election_label(col: Column) -> Column:
     return expr.otherwise(col)
 
 
-def intervals(timeline: DataFrame) -> DataFrame:
+EDGE = Fact(5, "phase edge", {
+    "topic": "topic", "partition": "k", "ts_us": "t", "seq": "t2", "phase": "x1",
+    "controller_epoch": "x2", "controller_id": "x4", "leader": "x3", "election": "label",
+    "rows": "n1",
+})
+
+
+def emit() -> list[Column]:
+    """The edges of each partition's phase intervals: its phase before its first record
+    (no time: since before the log), and every record that changed its phase. Records
+    before the period count: they set the phase the period starts with."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    part = c("live") & (c("kind") == S.KIND_PARTITION)
+    return [
+        EDGE.emit(part & c("first") & c("phase_before").isNotNull(),
+                  topic=c("topic"), partition=c("partition"), phase=c("phase_before"), rows=1),
+        EDGE.emit(part & (c("phase") != c("phase_before")),
+                  topic=c("topic"), partition=c("partition"), ts_us=micros(c("ts")),
+                  seq=c("seq"), controller_id=c("controller_id"), phase=c("phase"),
+                  controller_epoch=c("controller_epoch"), leader=c("leader"),
+                  election=c("election"), rows=1),
+    ]
+
+
+def intervals(facts: DataFrame) -> DataFrame:
     """Phase intervals: ``KEY, phase, start_ts`` (null: since before the log), ``end_ts``
     (null: still so at the end of the data), and what ended it: ``next_phase``,
     ``end_election``, ``end_leader``, plus ``epoch_at_start``/``epoch_at_end``."""
@@ -53,18 +80,14 @@ def intervals(timeline: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     c = F.col
-    parts = timeline.where(c("live") & (c("kind") == S.KIND_PARTITION))
-    cols = [*KEY, "phase", "controller_epoch", "election", "leader"]
-    initial = parts.where(c("first")).select(
-        *KEY,
-        F.lit(None).cast("timestamp").alias("ts"),
-        c("phase_before").alias("phase"),
-        *[F.lit(None).cast(t).alias(n)
-          for n, t in (("controller_epoch", "int"), ("election", "string"), ("leader", "int"))],
+    edges = EDGE.view(facts).select(
+        *KEY, timestamp(c("ts_us")).alias("ts"), c("phase").cast("tinyint").alias("phase"),
+        "controller_epoch", "election", "leader", "seq", "controller_id",
     )
-    changes = parts.where(c("phase") != c("phase_before")).select(*KEY, "ts", *cols[3:])
-    edges = initial.unionByName(changes).where(c("phase").isNotNull())
-    w = Window.partitionBy(*KEY).orderBy(c("ts").asc_nulls_first())
+    # Records of one microsecond in the timeline's order (the phase before the log first).
+    w = Window.partitionBy(*KEY).orderBy(
+        c("ts").asc_nulls_first(), "controller_epoch", "seq", "controller_id"
+    )
     return edges.select(
         *KEY,
         "phase",

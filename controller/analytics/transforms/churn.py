@@ -6,6 +6,17 @@ from typing import TYPE_CHECKING
 
 from controller.analytics import schema as S
 from controller.analytics.transforms.availability import election_label
+from controller.analytics.transforms.facts import (
+    Bounds,
+    Fact,
+    day_date,
+    day_of,
+    hour_of,
+    hour_start,
+    micros,
+    repeated,
+    timestamp,
+)
 from controller.analytics.transforms.steps import seconds_between
 from controller.analytics.transforms.timeline import OFFLINE
 
@@ -15,44 +26,106 @@ if TYPE_CHECKING:
 KEY = ["cluster", "topic", "partition"]
 
 
-def _in_period(timeline: DataFrame, periods: DataFrame) -> DataFrame:
+ELECTIONS = Fact(3, "elections per hour", {"hour": "t", "election": "label", "elections": "n1"})
+UNCLEAN = Fact(4, "unclean election", {
+    "topic": "topic", "partition": "k", "ts_us": "t", "leader": "x1", "previous_leader": "x2",
+    "leader_epoch": "x3", "controller_id": "x4", "controller_epoch": "x5",
+    "isr_before": "a1", "isr_after": "a2", "event": "label", "rows": "n1",
+})
+PARTITION_DAY = Fact(2, "partition churn per day", {
+    "topic": "topic", "partition": "k", "day": "t", "elections": "n1", "leader_changes": "n2",
+    "offline_windows": "n3", "isr_shrinks": "n4", "isr_expands": "n5",
+})
+# Broker-level events; ISR removals and additions are keyed by the whole set of brokers
+# removed or added (``brokers``) and split per broker when finishing: far fewer facts.
+BROKER_DAY = Fact(7, "broker churn per day", {
+    "broker": "k", "day": "t", "brokers": "a1", "leaderships_gained": "n1",
+    "leaderships_lost": "n2", "isr_removals": "n3", "isr_additions": "n4",
+    "replicas_offline": "n5",
+})
+DOWN_SECOND = Fact(6, "replica transitions per broker-second", {
+    "broker": "k", "second": "t", "net_offline": "n1",
+})
+
+
+def emit(bounds: Bounds) -> list[Column]:
+    """Facts of the records in the period: elections, unclean elections, per-partition and
+    per-broker churn, and replica transitions for broker down events."""
     from pyspark.sql import functions as F
 
     c = F.col
-    return (
-        timeline.where(c("live"))
-        .join(F.broadcast(periods), "cluster")
-        .where((c("ts") >= c("period_start")) & (c("ts") <= c("period_end")))
-    )
+    us = micros(c("ts"))
+    rows = c("live") & bounds.within(us)
+    part = rows & (c("kind") == S.KIND_PARTITION)
+    replica = rows & (c("kind") == S.KIND_REPLICA)
+    day = day_of(us)
+
+    def flag(cond: Column) -> Column:
+        return F.when(cond, 1).otherwise(0)
+
+    changed = part & c("lead_before").isNotNull() & (c("lead_after") != c("lead_before"))
+    return [
+        ELECTIONS.emit(part & c("election").isNotNull(), hour=hour_of(us),
+                       election=c("election"), elections=1),
+        UNCLEAN.emit(
+            part & (c("election") == "offline_unclean"),
+            topic=c("topic"), partition=c("partition"), ts_us=us, leader=c("leader"),
+            previous_leader=c("leader_before"), leader_epoch=c("leader_epoch"),
+            controller_id=c("controller_id"), controller_epoch=c("controller_epoch"),
+            isr_before=c("isr_before"), isr_after=c("isr"), event=c("event"), rows=1,
+        ),
+        PARTITION_DAY.emit(
+            rows & c("topic").isNotNull(),
+            topic=c("topic"), partition=c("partition"), day=day,
+            elections=flag(part & c("election").isNotNull()),
+            leader_changes=flag(
+                part & (c("to_state") == S.ONLINE_PARTITION) & (c("leader") >= 0)
+                & c("leader_before").isNotNull() & (c("leader") != c("leader_before"))
+            ),
+            offline_windows=flag(part & (c("phase") == OFFLINE) & (c("phase_before") != OFFLINE)),
+            isr_shrinks=flag(c("isr_removed").isNotNull()),
+            isr_expands=flag(c("isr_added").isNotNull()),
+        ),
+        BROKER_DAY.emit(changed & (c("lead_after") >= 0), broker=c("lead_after"), day=day,
+                        leaderships_gained=1),
+        BROKER_DAY.emit(changed & (c("lead_before") >= 0), broker=c("lead_before"), day=day,
+                        leaderships_lost=1),
+        BROKER_DAY.emit(replica & (c("to_state") == S.OFFLINE_REPLICA), broker=c("replica"),
+                        day=day, replicas_offline=1),
+        BROKER_DAY.emit(rows & c("isr_removed").isNotNull(), brokers=c("isr_removed"),
+                        day=day, isr_removals=1),
+        BROKER_DAY.emit(rows & c("isr_added").isNotNull(), brokers=c("isr_added"), day=day,
+                        isr_additions=1),
+        DOWN_SECOND.emit(
+            replica & c("to_state").isin(S.OFFLINE_REPLICA, S.ONLINE_REPLICA)
+            & c("event").isin(S.EV_BROKER_CHANGE, S.EV_CONTROLLED_SHUTDOWN),
+            broker=c("replica"), second=F.floor(us / 1_000_000),
+            net_offline=F.when(c("to_state") == S.OFFLINE_REPLICA, 1).otherwise(-1),
+        ),
+    ]
 
 
-def elections_hourly(timeline: DataFrame, periods: DataFrame) -> DataFrame:
+def elections_hourly(facts: DataFrame) -> DataFrame:
     """Elections per cluster, hour and type (offline, unclean, preferred, reassign,
     controlled_shutdown)."""
     from pyspark.sql import functions as F
 
     c = F.col
-    rows = _in_period(timeline, periods).where(
-        (c("kind") == S.KIND_PARTITION) & c("election").isNotNull()
-    )
-    return (
-        rows.groupBy("cluster", F.date_trunc("hour", c("ts")).alias("hour"),
-                     election_label(c("election")).alias("election"))
-        .agg(F.count(F.lit(1)).alias("elections"))
-        .withColumn("dt", F.to_date("hour"))
+    return ELECTIONS.view(facts).select(
+        "cluster",
+        hour_start(c("hour")).alias("hour"),
+        election_label(c("election")).alias("election"),
+        "elections",
+        day_date(F.floor(c("hour") / 24)).alias("dt"),
     )
 
 
-def unclean_elections(
-    timeline: DataFrame, windows: DataFrame, periods: DataFrame
-) -> DataFrame:
+def unclean_elections(facts: DataFrame, windows: DataFrame) -> DataFrame:
     """Every unclean election: who became leader from outside the ISR, after how long."""
     from pyspark.sql import functions as F
 
     c = F.col
-    rows = _in_period(timeline, periods).where(
-        (c("kind") == S.KIND_PARTITION) & (c("election") == "offline_unclean")
-    )
+    rows = repeated(UNCLEAN.view(facts)).withColumn("ts", timestamp(c("ts_us")))
     ends = windows.where(c("end_reason") == "recovered").select(
         *KEY, c("end_ts").alias("ts"), c("start_ts").alias("offline_since")
     )
@@ -62,10 +135,10 @@ def unclean_elections(
         "topic",
         "partition",
         "leader",
-        c("leader_before").alias("previous_leader"),
+        "previous_leader",
         "leader_epoch",
         "isr_before",
-        c("isr").alias("isr_after"),
+        "isr_after",
         "offline_since",
         seconds_between(c("ts"), c("offline_since")).alias("offline_s"),
         "controller_id",
@@ -75,32 +148,19 @@ def unclean_elections(
     )
 
 
-def _count(cond: Column, name: str) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.sum(F.when(cond, 1).otherwise(0)).alias(name)
-
-
-def partition_churn_daily(timeline: DataFrame, periods: DataFrame) -> DataFrame:
+def partition_churn_daily(facts: DataFrame) -> DataFrame:
     """Per partition and day: elections, leader changes, times it went leaderless, ISR
     shrinks and expands (from partition and replica records alike)."""
     from pyspark.sql import functions as F
 
-    c = F.col
-    is_part = c("kind") == S.KIND_PARTITION
-    rows = _in_period(timeline, periods).where(c("topic").isNotNull())
-    return rows.groupBy(*KEY, F.to_date("ts").alias("dt")).agg(
-        _count(is_part & c("election").isNotNull(), "elections"),
-        _count(
-            is_part & (c("to_state") == S.ONLINE_PARTITION) & (c("leader") >= 0)
-            & c("leader_before").isNotNull() & (c("leader") != c("leader_before")),
-            "leader_changes",
-        ),
-        _count(is_part & (c("phase") == OFFLINE) & (c("phase_before") != OFFLINE),
-               "offline_windows"),
-        _count(c("isr_removed").isNotNull(), "isr_shrinks"),
-        _count(c("isr_added").isNotNull(), "isr_expands"),
+    return PARTITION_DAY.view(facts).select(
+        *KEY, day_date(F.col("day")).alias("dt"), *_PARTITION_METRICS
     )
+
+
+_PARTITION_METRICS = (
+    "elections", "leader_changes", "offline_windows", "isr_shrinks", "isr_expands",
+)
 
 
 def flapping_partitions(churn_daily: DataFrame, top_n: int = 20) -> DataFrame:
@@ -128,49 +188,26 @@ def flapping_partitions(churn_daily: DataFrame, top_n: int = 20) -> DataFrame:
     )
 
 
-def broker_churn_daily(timeline: DataFrame, periods: DataFrame) -> DataFrame:
+def broker_churn_daily(facts: DataFrame) -> DataFrame:
     """Per broker and day: leaderships gained and lost, removals from and additions to ISRs,
     replicas going offline, and down events (the broker's replicas going offline together,
     through a failure or a controlled shutdown)."""
     from pyspark.sql import functions as F
 
     c = F.col
-    rows = _in_period(timeline, periods)
-    is_part = c("kind") == S.KIND_PARTITION
-    changed = is_part & c("lead_before").isNotNull() & (c("lead_after") != c("lead_before"))
-    zero = F.lit(0)
-
-    def metric(broker: Column, name: str) -> Column:
-        values = {m: zero for m in _BROKER_METRICS}
-        values[name] = F.lit(1)
-        return F.struct(broker.alias("broker"), *[v.alias(m) for m, v in values.items()])
-
-    none = F.array().cast("array<int>")
-    # One struct per broker-level event; conditional ones carry a null broker when they
-    # don't apply and are filtered out after the explode.
-    events = F.concat(
-        F.array(
-            metric(F.when(changed & (c("lead_after") >= 0), c("lead_after")),
-                   "leaderships_gained"),
-            metric(F.when(changed & (c("lead_before") >= 0), c("lead_before")),
-                   "leaderships_lost"),
-            metric(F.when((c("kind") == S.KIND_REPLICA) & (c("to_state") == S.OFFLINE_REPLICA),
-                          c("replica")), "replicas_offline"),
-        ),
-        F.transform(F.coalesce(c("isr_removed"), none), lambda b: metric(b, "isr_removals")),
-        F.transform(F.coalesce(c("isr_added"), none), lambda b: metric(b, "isr_additions")),
+    churn = BROKER_DAY.view(facts)
+    per_broker = churn.where(c("brokers").isNull()).drop("brokers")
+    # An ISR change counts once for each broker it removed or added.
+    per_set = churn.where(c("brokers").isNotNull()).select(
+        "cluster", F.explode("brokers").alias("broker"), "day",
+        *[c(m) for m in _BROKER_METRICS],
     )
-    interesting = (
-        changed | c("isr_removed").isNotNull() | c("isr_added").isNotNull()
-        | ((c("kind") == S.KIND_REPLICA) & (c("to_state") == S.OFFLINE_REPLICA))
+    daily = (
+        per_broker.unionByName(per_set)
+        .groupBy("cluster", "broker", day_date(c("day")).alias("dt"))
+        .agg(*[F.sum(m).alias(m) for m in _BROKER_METRICS])
     )
-    exploded = rows.where(interesting).select(
-        "cluster", F.to_date("ts").alias("dt"), F.explode(events).alias("e")
-    ).where(c("e.broker").isNotNull()).select("cluster", "dt", "e.*")
-    daily = exploded.groupBy("cluster", "broker", "dt").agg(
-        *[F.sum(m).alias(m) for m in _BROKER_METRICS]
-    )
-    downs = _down_events(rows)
+    downs = _down_events(facts)
     return (
         daily.join(downs, ["cluster", "broker", "dt"], "full")
         .na.fill(0, [*_BROKER_METRICS, "down_events"])
@@ -184,7 +221,7 @@ _BROKER_METRICS = (
 )
 
 
-def _down_events(rows: DataFrame) -> DataFrame:
+def _down_events(facts: DataFrame) -> DataFrame:
     """Times a broker went down: its replicas go OfflineReplica in a burst when it fails or
     shuts down, and OnlineReplica in a burst when it returns. Seconds with more offline than
     online transitions are "down"; a down second after an up one (or the first) is an event.
@@ -193,20 +230,14 @@ def _down_events(rows: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     c = F.col
-    rr = rows.where(
-        (c("kind") == S.KIND_REPLICA)
-        & c("to_state").isin(S.OFFLINE_REPLICA, S.ONLINE_REPLICA)
-        & c("event").isin(S.EV_BROKER_CHANGE, S.EV_CONTROLLED_SHUTDOWN)
-    )
-    per_second = rr.groupBy(
-        "cluster", c("replica").alias("broker"), F.date_trunc("second", c("ts")).alias("sec")
-    ).agg(F.sum(F.when(c("to_state") == S.OFFLINE_REPLICA, 1).otherwise(-1)).alias("net"))
-    w = Window.partitionBy("cluster", "broker").orderBy("sec")
-    down = (c("net") > 0)
+    per_second = DOWN_SECOND.view(facts)
+    w = Window.partitionBy("cluster", "broker").orderBy("second")
+    down = c("net_offline") > 0
     return (
-        per_second.where(c("net") != 0)
+        per_second.where(c("net_offline") != 0)
         .withColumn("_prev_down", F.lag(down).over(w))
         .where(down & ~F.coalesce(c("_prev_down"), F.lit(False)))
-        .groupBy("cluster", "broker", F.to_date("sec").alias("dt"))
+        .groupBy("cluster", "broker",
+                 day_date(F.floor(c("second") / 86_400)).alias("dt"))
         .agg(F.count(F.lit(1)).alias("down_events"))
     )

@@ -13,59 +13,91 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from controller.analytics import schema as S
+from controller.analytics.transforms.facts import Fact, micros, timestamp
 from controller.analytics.transforms.steps import seconds_between
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 
-def epoch_summary(timeline: DataFrame) -> DataFrame:
-    """Per cluster and controller epoch, over every row (bad ones included): the counts the
-    job's per-cluster stats need and the facts of each tenure. One aggregation feeds both, so
-    the timeline is scanned once for them.
+EPOCH = Fact(0, "epoch", {
+    "controller_epoch": "k", "lines": "n1", "bad": "n2", "duplicates": "n3", "not_ok": "n4",
+    "records": "n5", "controller_id": "lo1", "first_seen_us": "lo2", "last_seen_us": "hi1",
+})
+LIFECYCLE = Fact(1, "controller lifecycle", {
+    "controller_epoch": "k", "to_state": "label", "first_us": "lo2",
+})
 
-    ``records`` counts live rows; the tenure columns consider live rows only. Rows too broken
-    to carry an epoch form the group with a null epoch.
-    """
+
+def emit() -> list[Column]:
+    """Per row, its epoch's counts (every row, bad ones included: rows too broken to carry
+    an epoch count under a null epoch); per controller record, its lifecycle step."""
     from pyspark.sql import functions as F
 
     c = F.col
     live = c("live")
-    ctl = live & (c("kind") == S.KIND_CONTROLLER)
+    us = micros(c("ts"))
 
-    def count(cond: Column) -> Column:
-        return F.sum(F.when(cond, 1).otherwise(0))
+    def flag(cond: Column) -> Column:
+        return F.when(cond, 1).otherwise(0)
 
-    def first_ts(state: str) -> Column:
-        return F.min(F.when(ctl & (c("to_state") == state), c("ts")))
+    return [
+        EPOCH.emit(
+            F.lit(True),
+            controller_epoch=c("controller_epoch"),
+            lines=1,
+            bad=flag(c("bad_reason").isNotNull()),
+            duplicates=flag(c("usable") & c("dup")),
+            not_ok=flag(c("bad_reason").isNull() & ~c("usable")),
+            records=flag(live),
+            controller_id=F.when(live, c("controller_id")),
+            first_seen_us=F.when(live, us),
+            last_seen_us=F.when(live, us),
+        ),
+        LIFECYCLE.emit(
+            live & (c("kind") == S.KIND_CONTROLLER)
+            & c("to_state").isin(S.CONTROLLER_ELECTED, S.CONTROLLER_READY,
+                                 S.CONTROLLER_RESIGNED),
+            controller_epoch=c("controller_epoch"),
+            to_state=c("to_state"),
+            first_us=us,
+        ),
+    ]
 
-    return timeline.groupBy("cluster", "controller_epoch").agg(
-        F.count(F.lit(1)).alias("lines"),
-        count(c("bad_reason").isNotNull()).alias("bad"),
-        count(c("usable") & c("dup")).alias("duplicates"),
-        count(c("bad_reason").isNull() & ~c("usable")).alias("not_ok"),
-        count(live).alias("records"),
-        F.min(F.when(live, c("controller_id"))).alias("controller_id"),
-        first_ts(S.CONTROLLER_ELECTED).alias("elected_ts"),
-        first_ts(S.CONTROLLER_READY).alias("ready_ts"),
-        first_ts(S.CONTROLLER_RESIGNED).alias("resigned_ts"),
-        F.min(F.when(live, c("ts"))).alias("first_seen_ts"),
-        F.max(F.when(live, c("ts"))).alias("last_seen_ts"),
+
+def epoch_summary(facts: DataFrame) -> DataFrame:
+    """Per cluster and controller epoch: the counts the job's per-cluster stats need and the
+    facts of each tenure (``records`` counts live rows; the tenure columns consider live rows
+    only). Rows too broken to carry an epoch form the group with a null epoch."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    steps = LIFECYCLE.view(facts).groupBy("cluster", "controller_epoch").agg(*[
+        F.min(F.when(c("to_state") == state, c("first_us"))).alias(f"{state}_us")
+        for state in (S.CONTROLLER_ELECTED, S.CONTROLLER_READY, S.CONTROLLER_RESIGNED)
+    ])
+    return (
+        EPOCH.view(facts)
+        .join(steps, ["cluster", "controller_epoch"], "left")
+        .select(
+            "cluster", "controller_epoch", "lines", "bad", "duplicates", "not_ok", "records",
+            c("controller_id").cast("int").alias("controller_id"),
+            *[timestamp(c(f"{state}_us")).alias(f"{state}_ts")
+              for state in (S.CONTROLLER_ELECTED, S.CONTROLLER_READY,
+                            S.CONTROLLER_RESIGNED)],
+            timestamp(c("first_seen_us")).alias("first_seen_ts"),
+            timestamp(c("last_seen_us")).alias("last_seen_ts"),
+        )
     )
 
 
-def tenures(
-    timeline: DataFrame, periods: DataFrame, per_epoch: DataFrame | None = None
-) -> DataFrame:
-    """Per cluster and controller epoch: who, when elected, when ready, when it ended.
-
-    ``per_epoch`` is ``epoch_summary(timeline)`` when the caller already has it.
-    """
+def tenures(summary: DataFrame, periods: DataFrame) -> DataFrame:
+    """Per cluster and controller epoch (``epoch_summary``): who, when elected, when ready,
+    when it ended."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     c = F.col
-    summary = epoch_summary(timeline) if per_epoch is None else per_epoch
     per_epoch = summary.where(c("records") > 0)
     w = Window.partitionBy("cluster").orderBy("controller_epoch")
     start = F.coalesce(c("elected_ts"), c("first_seen_ts"))

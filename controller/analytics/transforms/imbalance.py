@@ -8,7 +8,7 @@ by the latest preferred or reassignment election, or at the partition's creation
 replica and are left out of ``preferred_partitions`` (but still count in ``leaders``).
 
 Values are time-weighted averages over each hour, from the step functions of three per-broker
-counts (``steps.bucket_integrals``).
+counts (``steps.integrate``), summed per hour in the fact pass.
 """
 
 from __future__ import annotations
@@ -16,7 +16,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from controller.analytics import schema as S
-from controller.analytics.transforms.steps import bucket_integrals, clip_events
+from controller.analytics.transforms.facts import (
+    MICROS_PER_HOUR,
+    Bounds,
+    Fact,
+    hour_of,
+    micros,
+)
+from controller.analytics.transforms.steps import integrate
 from controller.analytics.transforms.timeline import EXISTING
 
 if TYPE_CHECKING:
@@ -24,21 +31,19 @@ if TYPE_CHECKING:
 
 _MEASURES = ("leaders", "preferred", "not_led")
 
-
-def _delta(broker: Column, leaders: Column, preferred: Column, not_led: Column) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.struct(
-        broker.alias("broker"),
-        leaders.cast("double").alias("leaders"),
-        preferred.cast("double").alias("preferred"),
-        not_led.cast("double").alias("not_led"),
-    )
+# Per broker and hour, each count's deltas (``d_``) and the deltas times the microseconds
+# from the hour's start to the change (``o_``): what ``steps.integrate`` needs.
+LEADER_HOUR = Fact(8, "leader counts per broker-hour", {
+    "broker": "k", "bucket": "t",
+    "_d_leaders": "n1", "_d_preferred": "n2", "_d_not_led": "n3",
+    "_o_leaders": "n4", "_o_preferred": "n5", "_o_not_led": "n6",
+})
 
 
-def broker_events(timeline: DataFrame) -> DataFrame:
-    """``cluster, broker, t`` and the change in each count at every partition record that
-    moved a leader, a preferred leader, or the partition in or out of existence."""
+def emit(bounds: Bounds) -> list[Column]:
+    """At every partition record that moved a leader, a preferred leader, or the partition
+    in or out of existence, the change in each broker's three counts. Changes before the
+    period happen at its start: they set the counts it begins with."""
     from pyspark.sql import functions as F
 
     c = F.col
@@ -47,38 +52,44 @@ def broker_events(timeline: DataFrame) -> DataFrame:
     lb = F.when(~c("first"), c("lead_before"))
     pb = F.when(exists_before, c("pref_before"))
     pa = F.when(exists_after, c("pref_after"))
-    nb = (pb != F.coalesce(lb, F.lit(S.NO_LEADER))).cast("int")
-    na = (pa != c("lead_after")).cast("int")
-    one, none = F.lit(1), F.lit(0)
-    rows = timeline.where(
-        c("live") & (c("kind") == S.KIND_PARTITION)
+    nb = F.when(pb != F.coalesce(lb, F.lit(S.NO_LEADER)), 1).otherwise(0)
+    na = F.when(pa != c("lead_after"), 1).otherwise(0)
+    us = micros(c("ts"))
+    rows = (
+        c("live") & (c("kind") == S.KIND_PARTITION) & bounds.not_after(us)
         & (
             c("first") | (c("lead_before") != c("lead_after"))
             | ~c("pref_before").eqNullSafe(c("pref_after"))
             | (c("phase_before") != c("phase"))
         )
     )
-    deltas = F.array(
-        _delta(F.when(lb >= 0, lb), -one, none, none),
-        _delta(F.when(c("lead_after") >= 0, c("lead_after")), one, none, none),
-        _delta(pb, none, -one, -nb),
-        _delta(pa, none, one, na),
-    )
-    return (
-        rows.select("cluster", c("ts").alias("t"), F.explode(deltas).alias("d"))
-        .where(c("d.broker").isNotNull())
-        .select("cluster", "t", "d.*")
-    )
+    at = bounds.clip(us)
+    hour = hour_of(at)
+    offset = at - hour * MICROS_PER_HOUR
+
+    def delta(broker: Column, leaders: int, preferred: int, not_led: Column | int) -> Column:
+        return LEADER_HOUR.emit(
+            rows & broker.isNotNull(), broker=broker, bucket=hour,
+            _d_leaders=leaders, _d_preferred=preferred, _d_not_led=not_led,
+            _o_leaders=offset * leaders, _o_preferred=offset * preferred,
+            _o_not_led=offset * not_led,
+        )
+
+    return [
+        delta(F.when(lb >= 0, lb), -1, 0, 0),
+        delta(F.when(c("lead_after") >= 0, c("lead_after")), 1, 0, 0),
+        delta(pb, 0, -1, -nb),
+        delta(pa, 0, 1, na),
+    ]
 
 
-def leader_imbalance_hourly(timeline: DataFrame, periods: DataFrame) -> DataFrame:
+def leader_imbalance_hourly(facts: DataFrame, periods: DataFrame) -> DataFrame:
     """Per cluster, broker and hour: average leaders held, partitions preferring the broker,
     how many of those another broker leads, and that as a ratio (Kafka's imbalance ratio)."""
     from pyspark.sql import functions as F
 
     c = F.col
-    ev = clip_events(broker_events(timeline), periods)
-    hourly = bucket_integrals(ev, ["cluster", "broker"], _MEASURES, periods, "hour")
+    hourly = integrate(LEADER_HOUR.view(facts), ["cluster", "broker"], _MEASURES, periods)
     return hourly.select(
         "cluster",
         "broker",

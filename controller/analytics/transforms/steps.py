@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 UNITS = {"hour": "INTERVAL 1 HOUR", "day": "INTERVAL 1 DAY"}
+MICROS = {"hour": 3_600_000_000, "day": 86_400_000_000}
 
 
 def seconds_between(later: Column, earlier: Column) -> Column:
@@ -57,49 +58,74 @@ def bucket_integrals(
     the period is returned for every key that has an event, including buckets where nothing
     happened but the level carried on.
     """
+    return integrate(bucket_sums(events, keys, measures, unit), keys, measures, periods, unit)
+
+
+def bucket_sums(
+    events: DataFrame, keys: Sequence[str], measures: Sequence[str], unit: str = "hour"
+) -> DataFrame:
+    """Per key and bucket number (``bucket``: whole units since the epoch, UTC), per measure:
+    ``_d_<m>``, the sum of its deltas, and ``_o_<m>``, the sum of each delta times the
+    microseconds from the bucket's start to its event."""
+    from pyspark.sql import functions as F
+
+    size = MICROS[unit]
+    us = F.unix_micros(F.col("t"))
+    bucket = F.floor(us / size)
+    offset = us - bucket * size
+    return events.groupBy(*keys, bucket.alias("bucket")).agg(
+        *[F.sum(m).alias(f"_d_{m}") for m in measures],
+        *[F.sum(F.col(m) * offset).alias(f"_o_{m}") for m in measures],
+    )
+
+
+def integrate(
+    sums: DataFrame,
+    keys: Sequence[str],
+    measures: Sequence[str],
+    periods: DataFrame,
+    unit: str = "hour",
+) -> DataFrame:
+    """``bucket_integrals`` from ``bucket_sums`` (computed by the caller, possibly as facts).
+
+    For each bucket: level at its start x its span, plus each delta over the part of the
+    bucket after it: ``_d * (bucket_end - bucket_start) - _o``.
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    step = F.expr(UNITS[unit])
+    c = F.col
+    size = MICROS[unit]
     keys = list(keys)
-    ev = events.join(F.broadcast(periods), "cluster").withColumn(
-        "bucket", F.date_trunc(unit, F.col("t"))
-    )
-    bucket_end = F.least(F.col("bucket") + step, F.col("period_end"))
-    sums = ev.groupBy(*keys, "bucket").agg(
-        *[F.sum(m).alias(f"_d_{m}") for m in measures],
-        *[F.sum(F.col(m) * seconds_between(bucket_end, F.col("t"))).alias(f"_w_{m}")
-          for m in measures],
-    )
     grid = (
-        events.select(*keys).distinct()
+        sums.select(*keys).distinct()
         .join(F.broadcast(periods), "cluster")
         .select(
             *keys, "period_start", "period_end",
             F.explode(
                 F.sequence(
-                    F.date_trunc(unit, F.col("period_start")),
-                    F.date_trunc(unit, F.col("period_end")),
-                    step,
+                    F.floor(F.unix_micros(c("period_start")) / size),
+                    F.floor(F.unix_micros(c("period_end")) / size),
                 )
             ).alias("bucket"),
         )
     )
     w = Window.partitionBy(*keys).orderBy("bucket").rowsBetween(Window.unboundedPreceding, -1)
     joined = grid.join(sums, [*keys, "bucket"], "left").na.fill(
-        0, [f"_{p}_{m}" for m in measures for p in ("d", "w")]
-    )
-    span = seconds_between(
-        F.least(F.col("bucket") + step, F.col("period_end")),
-        F.greatest(F.col("bucket"), F.col("period_start")),
-    )
+        0, [f"_{p}_{m}" for m in measures for p in ("d", "o")]
+    ).withColumn("bucket", F.timestamp_micros(c("bucket") * size))
+    bucket_end = F.least(c("bucket") + F.expr(UNITS[unit]), c("period_end"))
+    span = seconds_between(bucket_end, F.greatest(c("bucket"), c("period_start")))
+    full = seconds_between(bucket_end, c("bucket"))
     return joined.where(span > 0).select(
         *keys,
         "bucket",
         span.alias("span_s"),
         *[
-            (F.coalesce(F.sum(f"_d_{m}").over(w), F.lit(0)) * span + F.col(f"_w_{m}"))
-            .cast("double").alias(m)
+            (
+                F.coalesce(F.sum(f"_d_{m}").over(w), F.lit(0)) * span
+                + c(f"_d_{m}") * full - c(f"_o_{m}") / 1_000_000.0
+            ).cast("double").alias(m)
             for m in measures
         ],
     )

@@ -32,7 +32,7 @@ ORDER = ("ts", "controller_epoch", "seq", "controller_id")
 
 # What the timeline keeps of each record (besides the derived columns).
 KEPT = (
-    "cluster", "topic", "partition", "ts", "controller_id", "controller_epoch", "kind",
+    "cluster", "topic", "partition", "ts", "seq", "controller_id", "controller_epoch", "kind",
     "to_state", "event", "election", "leader", "leader_epoch", "replica",
 )
 
@@ -106,7 +106,6 @@ def timeline(records: DataFrame) -> DataFrame:
     # are computed after (inside the window functions' inputs, or after the window).
     narrow = records.select(
         F.xxhash64(*PARTITION_KEY).alias("_pkey"),
-        "seq",
         *KEPT,
         "isr",
         "bad_reason",
