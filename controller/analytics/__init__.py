@@ -4,10 +4,11 @@ Layout (reading and writing stay at the edges; transforms are DataFrame -> DataF
 
 - ``schema``      the log's record schema and vocabulary (no Spark needed)
 - ``ingest``      reading logs from any Hadoop URI; ``clean`` marks bad records
-- ``transforms``  ``timeline`` (the one ordered pass), ``availability``, ``churn``,
+- ``transforms``  ``timeline`` (the one ordered pass), ``facts`` (what each output needs of
+                  it, aggregated in the same pass), ``availability``, ``churn``,
                   ``controller``, ``imbalance``, ``steps`` (time-weighted buckets), ``period``
-- ``outputs``     wiring transforms into the output datasets
-- ``job``         the job: read, persist the timeline, write outputs, report
+- ``outputs``     the fact pass, and the output datasets finished from its facts
+- ``job``         the job: read, one fact pass, write outputs, report
 - ``report``/``svg``  the HTML report with inline SVG charts, and the text summary
 - ``generate``    synthetic state-change logs modelling real clusters
 - ``cli``         ``run``/``generate``/``package`` (``zk-controller analyze ...``)

@@ -43,7 +43,7 @@ def get_session(
 
     ``master`` None means: whatever spark-submit set, else ``local[*]``. Local runs get a
     shuffle-partition count sized to the cores (the default 200 is for clusters) and enough
-    driver heap to hold the cached timeline.
+    driver heap for the sort and the persisted facts.
     """
     from pyspark import SparkContext
     from pyspark.sql import SparkSession

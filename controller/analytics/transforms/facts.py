@@ -53,12 +53,12 @@ class Fact:
     registry: ClassVar[dict[int, str]] = {}
 
     def __post_init__(self) -> None:
-        taken = Fact.registry.setdefault(self.code, self.name)
-        if taken != self.name:
-            raise ValueError(f"fact code {self.code} is both {taken!r} and {self.name!r}")
         unknown = set(self.slots.values()) - set(KEY_SLOTS) - set(VALUE_SLOTS)
         if unknown:
             raise ValueError(f"fact {self.name!r} uses unknown slots {sorted(unknown)}")
+        taken = Fact.registry.setdefault(self.code, self.name)
+        if taken != self.name:
+            raise ValueError(f"fact code {self.code} is both {taken!r} and {self.name!r}")
 
     def emit(self, when: Column, **values: Column | int) -> Column:
         """The fact (an array of one struct) when ``when`` holds for the row, else an empty

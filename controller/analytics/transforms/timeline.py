@@ -4,8 +4,9 @@ All records of one (cluster, topic, partition) are ordered by (ts, controller_ep
 ``ts`` first because ``seq`` restarts with every controller process, the epoch and seq to
 break ties within a microsecond. Controller records (no topic) form one such history per
 cluster. One window pass then carries forward what was known *before* each record: the
-partition's phase, its leader, its ISR and its preferred leader. Every later transform is a
-filter and an aggregation over this timeline, so the expensive shuffle and sort happen once.
+partition's phase, its leader, its ISR and its preferred leader. The outputs read it only
+through their facts (``facts.py``), computed in the same pass, so the expensive shuffle and
+sort happen once and the timeline is never stored.
 
 Duplicates (the same controller_id, controller_epoch and seq) are dropped in the same pass: a
 re-sent line repeats its ts too, so it sorts right after its original and ``dup`` marks it.
