@@ -134,6 +134,8 @@ def write_text(spark: SparkSession, uri: str, text: str) -> None:
 def _write(ds: outputs.Dataset, base: str) -> None:
     from pyspark.sql import functions as F
 
+    # Names the jobs in the Spark UI and event log (per thread: writes run concurrently).
+    ds.df.sparkSession.sparkContext.setJobDescription(f"write {ds.name}")
     if ds.by_date:
         # one file per date, not one per task and date
         ds.df.repartition(F.col("dt")).write.mode("overwrite").partitionBy("dt").parquet(
