@@ -13,6 +13,11 @@ def test_local_session_settings(spark) -> None:
     beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     names = {beans.get(i).getName() for i in range(beans.size())}
     assert names == {"PS Scavenge", "PS MarkSweep"}, names  # -XX:+UseParallelGC
+    hotspot = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.com.sun.management.HotSpotDiagnosticMXBean._java_lang_class
+    )
+    # The fact pass's generated method is past the JIT's default size limit.
+    assert hotspot.getVMOption("DontCompileHugeMethods").getValue() == "false"
 
 
 def test_local_core_counts() -> None:
