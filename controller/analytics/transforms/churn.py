@@ -11,6 +11,7 @@ from controller.analytics.transforms.facts import (
     Fact,
     day_date,
     day_of,
+    flag,
     hour_of,
     hour_start,
     micros,
@@ -59,9 +60,6 @@ def emit(bounds: Bounds) -> list[Column]:
     part = rows & (c("kind") == S.KIND_PARTITION)
     replica = rows & (c("kind") == S.KIND_REPLICA)
     day = day_of(us)
-
-    def flag(cond: Column) -> Column:
-        return F.when(cond, 1).otherwise(0)
 
     changed = part & c("lead_before").isNotNull() & (c("lead_after") != c("lead_before"))
     return [

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from controller.analytics import schema as S
-from controller.analytics.transforms.facts import Fact, micros, timestamp
+from controller.analytics.transforms.facts import Fact, flag, micros, timestamp
 from controller.analytics.transforms.steps import seconds_between
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ EPOCH = Fact(0, "epoch", {
     "controller_epoch": "k", "lines": "n1", "bad": "n2", "duplicates": "n3", "not_ok": "n4",
     "records": "n5", "controller_id": "lo1", "first_seen_us": "lo2", "last_seen_us": "hi1",
 })
+_STEPS = (S.CONTROLLER_ELECTED, S.CONTROLLER_READY, S.CONTROLLER_RESIGNED)
 LIFECYCLE = Fact(1, "controller lifecycle", {
     "controller_epoch": "k", "to_state": "label", "first_us": "lo2",
 })
@@ -37,9 +38,6 @@ def emit() -> list[Column]:
     c = F.col
     live = c("live")
     us = micros(c("ts"))
-
-    def flag(cond: Column) -> Column:
-        return F.when(cond, 1).otherwise(0)
 
     return [
         EPOCH.emit(
@@ -56,8 +54,7 @@ def emit() -> list[Column]:
         ),
         LIFECYCLE.emit(
             live & (c("kind") == S.KIND_CONTROLLER)
-            & c("to_state").isin(S.CONTROLLER_ELECTED, S.CONTROLLER_READY,
-                                 S.CONTROLLER_RESIGNED),
+            & c("to_state").isin(*_STEPS),
             controller_epoch=c("controller_epoch"),
             to_state=c("to_state"),
             first_us=us,
@@ -74,7 +71,7 @@ def epoch_summary(facts: DataFrame) -> DataFrame:
     c = F.col
     steps = LIFECYCLE.view(facts).groupBy("cluster", "controller_epoch").agg(*[
         F.min(F.when(c("to_state") == state, c("first_us"))).alias(f"{state}_us")
-        for state in (S.CONTROLLER_ELECTED, S.CONTROLLER_READY, S.CONTROLLER_RESIGNED)
+        for state in _STEPS
     ])
     return (
         EPOCH.view(facts)
@@ -82,9 +79,7 @@ def epoch_summary(facts: DataFrame) -> DataFrame:
         .select(
             "cluster", "controller_epoch", "lines", "bad", "duplicates", "not_ok", "records",
             c("controller_id").cast("int").alias("controller_id"),
-            *[timestamp(c(f"{state}_us")).alias(f"{state}_ts")
-              for state in (S.CONTROLLER_ELECTED, S.CONTROLLER_READY,
-                            S.CONTROLLER_RESIGNED)],
+            *[timestamp(c(f"{state}_us")).alias(f"{state}_ts") for state in _STEPS],
             timestamp(c("first_seen_us")).alias("first_seen_ts"),
             timestamp(c("last_seen_us")).alias("last_seen_ts"),
         )

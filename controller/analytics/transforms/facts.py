@@ -136,6 +136,13 @@ def aggregate(timeline: DataFrame, emitted: list[Column]) -> DataFrame:
     )
 
 
+def flag(cond: Column) -> Column:
+    """1 where ``cond`` holds, else 0 (null counts as not holding): a count as a sum."""
+    from pyspark.sql import functions as F
+
+    return F.when(cond, 1).otherwise(0)
+
+
 def repeated(view: DataFrame, count: str = "rows") -> DataFrame:
     """One row per original row of a fact kind that must stay one row each: identical rows
     were aggregated into one with ``count`` set to how many there were."""
