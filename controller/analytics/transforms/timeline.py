@@ -100,25 +100,28 @@ def timeline(records: DataFrame) -> DataFrame:
         c("leader"),
     )
     phase = phase_after()
-    lead_now = F.when(phase == ONLINE, c("leader")).otherwise(F.lit(S.NO_LEADER))
     usable = c("bad_reason").isNull() & (c("result") == S.RESULT_OK)
     bad = c("bad_reason").isNotNull()
-    # Only what the pass and the outputs need crosses the shuffle; values derived from it
-    # are computed after (inside the window functions' inputs, or after the window).
+    # Only what the pass and the outputs need crosses the shuffle, as narrow as it goes: the
+    # bad-record columns as one struct (null on good rows), the ISR only where it says
+    # something (usable and not empty: a partition not yet elected says nothing about
+    # membership) and so not twice (as itself and as the carried value's input), and the
+    # phase computed once, here.
     narrow = records.select(
         F.xxhash64(*PARTITION_KEY).alias("_pkey"),
         *KEPT,
-        "isr",
-        "bad_reason",
-        F.when(bad, c("raw")).alias("raw"),
-        F.when(bad, c("source_file")).alias("source_file"),
+        F.when(usable & (F.size("isr") > 0), c("isr")).alias("isr"),
+        F.when(bad, F.struct("bad_reason", "raw", "source_file")).alias("_bad"),
         usable.alias("usable"),
+        F.when(is_part, phase).alias("_phase"),
         F.when(is_part, _phase_of_state(c("from_state"))).alias("_phase_from"),
         F.when(usable & is_part, pref_hint).alias("_pref_hint"),
     )
     w = Window.partitionBy("_pkey").orderBy(*ORDER)
     before = w.rowsBetween(Window.unboundedPreceding, -1)
-    live_part = c("usable") & is_part
+    live_part = c("usable") & c("_phase").isNotNull()
+    phase = c("_phase")
+    lead_now = F.when(phase == ONLINE, c("leader")).otherwise(F.lit(S.NO_LEADER))
 
     def carried(value: Column) -> Column:
         """The last non-null value among the records before this one."""
@@ -132,16 +135,15 @@ def timeline(records: DataFrame) -> DataFrame:
         carried(F.when(live_part, F.shiftleft(phase.cast("long"), 32) + (lead_now + 1)))
         .alias("_state_before"),
         carried(F.when(c("usable") & (c("leader") >= 0), c("leader"))).alias("leader_before"),
-        # An empty ISR (a partition not yet elected) says nothing about membership.
-        carried(F.when(c("usable") & (F.size("isr") > 0), c("isr"))).alias("_isr_before"),
+        carried(c("isr")).alias("_isr_before"),
         carried(c("_pref_hint")).alias("pref_before"),
     )
     # Most records leave the ISR as it was: compare first, take set differences only then.
-    changed = (F.size("isr") > 0) & c("_isr_before").isNotNull() & (c("isr") != c("_isr_before"))
+    changed = c("isr").isNotNull() & c("_isr_before").isNotNull() & (c("isr") != c("_isr_before"))
     removed = F.array_except(c("_isr_before"), c("isr"))
     added = F.array_except(c("isr"), c("_isr_before"))
-    elected = c("election").isNotNull()
     state_before = c("_state_before")
+    elected = c("election").isNotNull()
     return t.select(
         *KEPT,
         "usable",
@@ -162,5 +164,5 @@ def timeline(records: DataFrame) -> DataFrame:
         F.when(changed, F.nullif(added, F.array().cast("array<int>"))).alias("isr_added"),
         F.when(elected, c("_isr_before")).alias("isr_before"),
         F.when(elected, c("isr")).alias("isr"),
-        "bad_reason", "raw", "source_file",
+        *[c("_bad").getField(name).alias(name) for name in ("bad_reason", "raw", "source_file")],
     ).withColumnRenamed("_lb", "lead_before")
