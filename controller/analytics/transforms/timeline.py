@@ -81,8 +81,8 @@ def timeline(records: DataFrame) -> DataFrame:
       ``pref_before``/``pref_after`` (the preferred leader as far as the log tells: whom the
       latest preferred or reassignment election, or the partition's creation, chose);
     - partition and replica records: ``leader_before`` (last leader >= 0), ``isr_removed``
-      and ``isr_added`` (null unless the ISR changed);
-    - election records only: ``isr_before`` and ``isr``.
+      and ``isr_added`` (null unless a usable record changed the ISR);
+    - election records only: ``isr_before`` and ``isr`` (null unless usable and not empty).
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
