@@ -49,6 +49,9 @@ def cluster_from_path(path: Column) -> Column:
     """
     from pyspark.sql import functions as F
 
+    # The path is a URI (``file:///logs/eu%20west.jsonl``): decode its %XX escapes, but keep
+    # a literal '+', which URL decoding would turn into a space.
+    path = F.coalesce(F.try_url_decode(F.replace(path, F.lit("+"), F.lit("%2B"))), path)
     hive = F.regexp_extract(path, r"cluster=([^/]+)", 1)
     stem = F.regexp_extract(path, r"([^/.]+)[^/]*$", 1)
     return (

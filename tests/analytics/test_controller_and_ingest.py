@@ -110,10 +110,15 @@ def test_cluster_from_record_or_file_name(spark, tmp_path: Path) -> None:
     tagged = Log(cluster="green")
     tagged.create(0, "t", 0, [1])
     (tmp_path / "whatever.jsonl").write_text("\n".join(tagged.lines) + "\n")
+    spaced = tmp_path / "logs" / "cluster=eu west"
+    spaced.mkdir(parents=True)
+    (spaced / "state-change.log").write_text("\n".join(named.lines) + "\n")
+    (tmp_path / "us+east 2.jsonl").write_text("\n".join(named.lines) + "\n")
     paths = [str(tmp_path / "*.jsonl"), str(hive / "state-change.log"),
-             str(tmp_path / "state-change.log.3")]
+             str(tmp_path / "state-change.log.3"), str(spaced / "state-change.log")]
     got = {r.cluster for r in clean(read_logs(spark, paths)).select("cluster").collect()}
-    assert got == {"prod-eu-1", "blue", "default", "green"}
+    # names as written, not as the escapes of the file URIs Spark reports
+    assert got == {"prod-eu-1", "blue", "default", "green", "eu west", "us+east 2"}
 
 
 def test_two_clusters_are_analysed_apart(spark, tmp_path: Path) -> None:
