@@ -20,6 +20,7 @@ from controller.analytics.transforms.facts import (
     MICROS_PER_HOUR,
     Bounds,
     Fact,
+    flag,
     hour_of,
     micros,
 )
@@ -52,8 +53,8 @@ def emit(bounds: Bounds) -> list[Column]:
     lb = F.when(~c("first"), c("lead_before"))
     pb = F.when(exists_before, c("pref_before"))
     pa = F.when(exists_after, c("pref_after"))
-    nb = F.when(pb != F.coalesce(lb, F.lit(S.NO_LEADER)), 1).otherwise(0)
-    na = F.when(pa != c("lead_after"), 1).otherwise(0)
+    nb = flag(pb != F.coalesce(lb, F.lit(S.NO_LEADER)))
+    na = flag(pa != c("lead_after"))
     us = micros(c("ts"))
     rows = (
         c("live") & (c("kind") == S.KIND_PARTITION) & bounds.not_after(us)

@@ -17,11 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from controller.analytics.transforms.facts import MICROS_PER_DAY, MICROS_PER_HOUR
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 UNITS = {"hour": "INTERVAL 1 HOUR", "day": "INTERVAL 1 DAY"}
-MICROS = {"hour": 3_600_000_000, "day": 86_400_000_000}
+MICROS = {"hour": MICROS_PER_HOUR, "day": MICROS_PER_DAY}
 
 
 def seconds_between(later: Column, earlier: Column) -> Column:
