@@ -76,6 +76,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         report=not args.no_report,
         spark_conf=dict(args.conf),
         session_timeout_s=args.zk_session_timeout,
+        hold_back_c2=True,  # this process, and its JVM, end with the job
     )
     try:
         result = run(cfg)

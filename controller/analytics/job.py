@@ -13,12 +13,12 @@ import json
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from controller.analytics import outputs, report
+from controller.analytics import jit, outputs, report
 from controller.analytics.ingest import clean, read_logs
 from controller.analytics.session import get_session
 from controller.analytics.transforms.controller import epoch_summary
@@ -40,6 +40,9 @@ class JobConfig:
     spark_conf: dict[str, str] = field(default_factory=dict)
     writers: int = 4  # concurrent output writes
     session_timeout_s: float = 18.0  # assumed ZooKeeper session timeout (controller crashes)
+    # C2 off in the driver's JVM after the pass (``jit.py``): only for a JVM that ends with
+    # the job, as the CLI's does.
+    hold_back_c2: bool = False
 
 
 @dataclass
@@ -167,42 +170,46 @@ def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
         kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return df
 
-    with timer.step("parse_and_facts"):
-        records = clean(read_logs(spark, cfg.inputs))
-        if cfg.end is not None:  # later records can't matter; earlier ones set the state
-            records = records.where(F.col("ts").isNull() | (F.col("ts") <= F.lit(cfg.end)))
-        # The one pass: parse, order each partition's history, reduce it to facts.
-        facts = keep(outputs.facts(timeline(records), cfg.start, cfg.end))
-        per_epoch = keep(epoch_summary(facts))
-        stats = _stats(per_epoch)
-    periods = F.broadcast(_periods(spark, stats, cfg))
-    if _is_local(spark):
-        # The facts are small: a handful of tasks per output stage, not one per core x 8.
-        spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
-    datasets = outputs.build(
-        facts, periods, cfg.top_n, keep, cfg.session_timeout_s, per_epoch=per_epoch
-    )
-    with timer.step("outputs"):
-        bad = outputs.Dataset("bad_records", outputs.bad_records(facts), False, "")
-        todo = [bad, *datasets.values()]
-        with ThreadPoolExecutor(max_workers=max(1, cfg.writers)) as pool:
-            for future in [pool.submit(_write, ds, base) for ds in todo]:
-                future.result()
-    report_path = None
-    with timer.step("report"):
-        # From what was written, not the lazy plans: re-running them would recompute every
-        # output from the timeline a second time.
-        facts = report.gather(_reread(spark, datasets, base), stats)
-        if cfg.report:
-            report_path = f"{base}/report.html"
-            write_text(spark, report_path, report.render_html(facts, stats))
-    summary = report.render_text(facts, stats, timer.timings)
-    write_text(spark, f"{base}/summary.json", json.dumps(
-        {"clusters": [vars(s) for s in stats], "timings": timer.timings, "facts": facts},
-        default=str, indent=2,
-    ))
-    for df in kept:
-        df.unpersist()
+    with ExitStack() as after_pass:
+        with timer.step("parse_and_facts"):
+            records = clean(read_logs(spark, cfg.inputs))
+            if cfg.end is not None:  # later records can't matter; earlier ones set the state
+                records = records.where(F.col("ts").isNull() | (F.col("ts") <= F.lit(cfg.end)))
+            # The one pass: parse, order each partition's history, reduce it to facts.
+            facts = keep(outputs.facts(timeline(records), cfg.start, cfg.end))
+            per_epoch = keep(epoch_summary(facts))
+            stats = _stats(per_epoch)
+        if cfg.hold_back_c2:  # what is left is short jobs over small data
+            after_pass.enter_context(jit.c2_held_back(spark))
+        periods = F.broadcast(_periods(spark, stats, cfg))
+        if _is_local(spark):
+            # The facts are small: a handful of tasks per output stage, not one per core x 8.
+            cores = spark.sparkContext.defaultParallelism
+            spark.conf.set("spark.sql.shuffle.partitions", str(cores))
+        datasets = outputs.build(
+            facts, periods, cfg.top_n, keep, cfg.session_timeout_s, per_epoch=per_epoch
+        )
+        with timer.step("outputs"):
+            bad = outputs.Dataset("bad_records", outputs.bad_records(facts), False, "")
+            todo = [bad, *datasets.values()]
+            with ThreadPoolExecutor(max_workers=max(1, cfg.writers)) as pool:
+                for future in [pool.submit(_write, ds, base) for ds in todo]:
+                    future.result()
+        report_path = None
+        with timer.step("report"):
+            # From what was written, not the lazy plans: re-running them would recompute every
+            # output from the timeline a second time.
+            facts = report.gather(_reread(spark, datasets, base), stats)
+            if cfg.report:
+                report_path = f"{base}/report.html"
+                write_text(spark, report_path, report.render_html(facts, stats))
+        summary = report.render_text(facts, stats, timer.timings)
+        write_text(spark, f"{base}/summary.json", json.dumps(
+            {"clusters": [vars(s) for s in stats], "timings": timer.timings, "facts": facts},
+            default=str, indent=2,
+        ))
+        for df in kept:
+            df.unpersist()
     return JobResult(base, stats, timer.timings, summary, report_path, facts)
 
 
