@@ -4,7 +4,7 @@ After the one big pass a run is a few dozen short Spark jobs over small data: th
 the report. Each brings new generated code, and all of them run planning code (Catalyst,
 Janino, the Parquet writer) that is only lukewarm. C2 compiles that code at a cost of seconds of
 CPU, which on a two-core machine is more than it saves in jobs this short: during the outputs
-of a 1M-record log the C2 thread used 8 of 17 CPU-seconds, the tasks under 1
+of a 1M-record log the compiler threads used 9.7 of 22.6 CPU-seconds, the tasks 6.5
 (docs/performance.md). So a process whose JVM ends with the job (the CLI) adds a HotSpot
 compiler directive excluding C2 from then on; C1 still compiles, and code C2 compiled during
 the pass stays compiled.
@@ -67,19 +67,11 @@ def diagnostic_command(spark: SparkSession, operation: str, *args: str) -> str:
 @contextmanager
 def c2_held_back(spark: SparkSession) -> Iterator[bool]:
     """Exclude C2 in the driver's JVM for the block; yields whether that took effect."""
-    added = False
-    fd, path = tempfile.mkstemp(prefix="zkc-jit-", suffix=".json")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(EXCLUDE_C2)
-        answer = diagnostic_command(spark, "compilerDirectivesAdd", path)
-        added = answer.strip().startswith("1 ")  # "1 compiler directives added"
-        if not added:
-            log.warning("compiler directive not added: %s", answer.strip())
+        added = _add_directive(spark, EXCLUDE_C2)
     except Exception as exc:  # an optimisation: never fail the job
         log.warning("could not hold back the JIT's C2 compiler: %s", exc)
-    finally:
-        os.unlink(path)
+        added = False
     try:
         yield added
     finally:
@@ -88,3 +80,18 @@ def c2_held_back(spark: SparkSession) -> Iterator[bool]:
                 diagnostic_command(spark, "compilerDirectivesRemove")
             except Exception as exc:
                 log.warning("could not remove the compiler directive: %s", exc)
+
+
+def _add_directive(spark: SparkSession, directive: str) -> bool:
+    """The JVM reads directives from a file, at once: write one, add it, delete it."""
+    fd, path = tempfile.mkstemp(prefix="zkc-jit-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(directive)
+        answer = diagnostic_command(spark, "compilerDirectivesAdd", path).strip()
+    finally:
+        os.unlink(path)
+    if not answer.startswith("1 "):  # "1 compiler directives added"
+        log.warning("compiler directive not added: %s", answer)
+        return False
+    return True

@@ -40,6 +40,24 @@ def test_a_failure_is_logged_and_the_block_still_runs(
     assert "no DiagnosticCommand MBean" in caplog.text
 
 
+def test_a_refused_directive_is_not_removed_later(
+    spark, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls: list[str] = []
+
+    def refusing(_spark: object, operation: str, *_args: str) -> str:
+        calls.append(operation)
+        return "Could not load file\n"
+
+    monkeypatch.setattr(jit, "diagnostic_command", refusing)
+    with caplog.at_level(logging.WARNING, logger=jit.__name__), jit.c2_held_back(spark) as held:
+        pass
+    assert not held
+    # Removing would pop somebody else's directive (or none): only what was added goes.
+    assert calls == ["compilerDirectivesAdd"]
+    assert "Could not load file" in caplog.text
+
+
 @pytest.mark.parametrize("hold_back", [True, False])
 def test_the_job_holds_c2_back_after_its_pass_only_when_asked(
     spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hold_back: bool
