@@ -13,7 +13,7 @@ import json
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -170,17 +170,16 @@ def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
         kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return df
 
-    with ExitStack() as after_pass:
-        with timer.step("parse_and_facts"):
-            records = clean(read_logs(spark, cfg.inputs))
-            if cfg.end is not None:  # later records can't matter; earlier ones set the state
-                records = records.where(F.col("ts").isNull() | (F.col("ts") <= F.lit(cfg.end)))
-            # The one pass: parse, order each partition's history, reduce it to facts.
-            facts = keep(outputs.facts(timeline(records), cfg.start, cfg.end))
-            per_epoch = keep(epoch_summary(facts))
-            stats = _stats(per_epoch)
-        if cfg.hold_back_c2:  # what is left is short jobs over small data
-            after_pass.enter_context(jit.c2_held_back(spark))
+    with timer.step("parse_and_facts"):
+        records = clean(read_logs(spark, cfg.inputs))
+        if cfg.end is not None:  # later records can't matter; earlier ones set the state
+            records = records.where(F.col("ts").isNull() | (F.col("ts") <= F.lit(cfg.end)))
+        # The one pass: parse, order each partition's history, reduce it to facts.
+        facts = keep(outputs.facts(timeline(records), cfg.start, cfg.end))
+        per_epoch = keep(epoch_summary(facts))
+        stats = _stats(per_epoch)
+    # What is left is short jobs over small data: C2 costs more than it saves (jit.py).
+    with jit.c2_held_back(spark) if cfg.hold_back_c2 else nullcontext():
         periods = F.broadcast(_periods(spark, stats, cfg))
         if _is_local(spark):
             # The facts are small: a handful of tasks per output stage, not one per core x 8.
