@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 import structlog
 from kazoo import exceptions as kex
 from kazoo.client import KazooClient
-from kazoo.protocol.states import KazooState
+from kazoo.protocol.states import KazooState, KeeperState
 from kazoo.retry import KazooRetry, RetryFailedError
 
 from controller.zk import errors, multiread
@@ -68,6 +68,10 @@ from controller.zk.port import (
 from controller.zk.watched_reads import WatchedReads
 
 log = structlog.get_logger("zkctl.zk.kazoo")
+_AUTH_REJECTED = (
+    "ZooKeeper rejected this client's authentication (check zookeeper.auth.* against the "
+    "server's configuration)"
+)
 T = TypeVar("T")
 
 _STATES = {
@@ -167,13 +171,29 @@ class KazooPort(WatchedReads, KazooWrites):
     # ------------------------------------------------------------ session lifecycle
 
     def start(self, timeout: float = 15.0) -> None:
-        """Connect and open a session; raises ``ConnectionLossError`` after ``timeout`` s."""
-        try:
-            self._client.start(timeout=timeout)
-        except self._client.handler.timeout_exception as exc:
-            raise errors.ConnectionLossError(f"no ZooKeeper session within {timeout}s") from exc
+        """Connect and open a session; raises ``ConnectionLossError`` after ``timeout`` s, or
+        ``NoAuthError`` when the server rejects the client's authentication.
+
+        Not ``KazooClient.start``: a SASL failure can land between the session coming up and
+        that method's ``connected`` check, which it then reports as a time-out (and its
+        clean-up erases the AUTH_FAILED state that would tell the two apart).
+        """
+        live = self._client.start_async()
+        deadline = time.monotonic() + timeout
+        while not live.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+            if self._auth_failed() or time.monotonic() >= deadline:
+                break
+        if self._auth_failed():
+            self.stop()
+            raise errors.NoAuthError(_AUTH_REJECTED)
+        if not self._client.connected:
+            self.stop()
+            raise errors.ConnectionLossError(f"no ZooKeeper session within {timeout}s")
         if self._authenticates:
             self._check_authentication()
+
+    def _auth_failed(self) -> bool:
+        return self._client.client_state == KeeperState.AUTH_FAILED
 
     def _check_authentication(self) -> None:
         """kazoo reports CONNECTED before SASL completes, and a failed SASL login closes the
@@ -182,10 +202,7 @@ class KazooPort(WatchedReads, KazooWrites):
             self._call(lambda: self._client.exists_async("/"), "/")
         except errors.NoAuthError as exc:
             self.stop()
-            raise errors.NoAuthError(
-                "ZooKeeper rejected this client's authentication (check zookeeper.auth.* "
-                "against the server's configuration)"
-            ) from exc
+            raise errors.NoAuthError(_AUTH_REJECTED) from exc
         except errors.ConnectionLossError as exc:
             self.stop()  # e.g. SASL against a server that does not offer it: no answer at all
             raise errors.ConnectionLossError(

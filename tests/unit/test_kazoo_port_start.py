@@ -1,0 +1,75 @@
+"""``KazooPort.start`` tells a rejected login from a server that never answered.
+
+kazoo's connection thread reports AUTH_FAILED on its own schedule: before the session's
+``live`` event is set, or just after it. Both orders must end in ``NoAuthError`` (CI once saw
+the second reported as a time-out). The stand-in below replaces only the KazooClient surface
+``start`` uses, so the orders can be forced; the real server is exercised in
+``tests/integration/test_security_zk.py``.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from kazoo.protocol.states import KeeperState
+
+from controller.zk import errors
+from controller.zk.kazoo_port import KazooPort
+
+
+class _ScriptedClient:
+    """Replays one connection attempt: whether the session came up, then the final state."""
+
+    def __init__(self, goes_live: bool, final_state: str) -> None:
+        self._live = threading.Event()
+        self._goes_live = goes_live
+        self._final_state = final_state
+        self.client_state = KeeperState.CONNECTING
+        self.stopped = False
+
+    def start_async(self) -> threading.Event:
+        if self._goes_live:
+            self._live.set()
+        self.client_state = self._final_state
+        if self._final_state == KeeperState.AUTH_FAILED:
+            self._live.clear()  # kazoo's session callback drops the session as it fails
+        return self._live
+
+    @property
+    def connected(self) -> bool:
+        return self._live.is_set()
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.client_state = KeeperState.CLOSED
+
+    def close(self) -> None:
+        pass
+
+
+def _port_with(client: _ScriptedClient) -> KazooPort:
+    port = KazooPort("127.0.0.1:1", session_timeout=4)
+    port._client = client  # type: ignore[assignment]
+    return port
+
+
+@pytest.mark.parametrize("goes_live", [False, True], ids=["before-live", "after-live"])
+def test_auth_failed_is_no_auth_error_whichever_order(goes_live: bool) -> None:
+    client = _ScriptedClient(goes_live, KeeperState.AUTH_FAILED)
+    with pytest.raises(errors.NoAuthError, match="rejected this client's authentication"):
+        _port_with(client).start(timeout=5)
+    assert client.stopped
+
+
+def test_no_session_in_time_is_connection_loss() -> None:
+    client = _ScriptedClient(False, KeeperState.CONNECTING)
+    with pytest.raises(errors.ConnectionLossError, match=r"no ZooKeeper session within 0\.3s"):
+        _port_with(client).start(timeout=0.3)
+    assert client.stopped
+
+
+def test_a_live_session_starts() -> None:
+    client = _ScriptedClient(True, KeeperState.CONNECTED)
+    _port_with(client).start(timeout=5)
+    assert not client.stopped
