@@ -2,7 +2,15 @@
 
 It starts an embedded ZooKeeper (unless ``--zookeeper``/``ZK_CONNECT`` points at one), the
 controller (its log on this terminal), reference brokers (their logs under ``var/logs``) and a
-demo topic, then prints how to look around. Ctrl-C stops everything, brokers first.
+demo topic, then prints how to look around. Ctrl-C (or SIGTERM, SIGHUP) stops everything in
+order: brokers one at a time (each with a controlled shutdown while the controller is still
+there to move its leaderships), then the controller, then ZooKeeper.
+
+Every child runs in its own process group, so a terminal's Ctrl-C (or ``timeout``, or anything
+else that signals the whole group) reaches only this process, which does the ordering: had
+every process been signalled at once, the brokers would have asked a controller that was
+itself stopping, and waited out their controlled-shutdown retries (~40 s). A second Ctrl-C
+during the stop kills what is left.
 """
 
 from __future__ import annotations
@@ -18,6 +26,9 @@ from pathlib import Path
 from controller.zk.server import LOOPBACK
 
 CLI = [sys.executable, "-m", "controller"]
+# Per process: the last broker's controlled shutdown can find no replica to hand leaderships
+# to and retries (3 attempts, 5 s apart, Kafka's defaults) before it goes anyway.
+STOP_TIMEOUT_S = 30.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -72,23 +83,40 @@ class _Stack:
         self, name: str, args: list[str], *, to_terminal: bool = False
     ) -> subprocess.Popen[bytes]:
         if to_terminal:
-            proc = subprocess.Popen([*CLI, *args])
+            proc = subprocess.Popen([*CLI, *args], process_group=0)
         else:
             out = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
-            proc = subprocess.Popen([*CLI, *args], stdout=out, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                [*CLI, *args], stdout=out, stderr=subprocess.STDOUT, process_group=0
+            )
         self.children.append((name, proc))
         return proc
 
-    def stop_all(self) -> None:
-        # Brokers first (they deregister), then the controller (it resigns).
-        for name, proc in reversed(self.children):
+    def stop_all(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Brokers first, the last started first (each deregisters after its controlled
+        shutdown), then the controller (it resigns). A second Ctrl-C kills the rest."""
+        try:
+            for index, (name, proc) in reversed(list(enumerate(self.children))):
+                if proc.poll() is None:
+                    # children[0] is the controller; children[1] the last broker to go
+                    note = " (no peer left to lead: ~10 s of retries)" if index == 1 else ""
+                    print(f"stack: stopping {name}{note}", file=sys.stderr, flush=True)
+                    proc.send_signal(signal.SIGTERM)
+                    try:
+                        proc.wait(timeout)
+                    except subprocess.TimeoutExpired:
+                        print(f"stack: {name} did not stop; killing it", file=sys.stderr)
+                        proc.kill()
+        except KeyboardInterrupt:
+            print("stack: interrupted again; killing what is left", file=sys.stderr)
+            self.kill_all()
+
+    def kill_all(self) -> None:
+        for _, proc in self.children:
             if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(20)
-                except subprocess.TimeoutExpired:
-                    print(f"stack: {name} did not stop; killing it", file=sys.stderr)
-                    proc.kill()
+                proc.kill()
+        for _, proc in self.children:
+            proc.wait()
 
 
 def _wait_for_brokers(connect: str, count: int, timeout: float = 60.0) -> bool:
@@ -127,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"stack: embedded ZooKeeper at {connect} (data in {var_dir / 'zookeeper'})")
     stack = _Stack(var_dir)
     stop = {"now": False}
-    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, lambda *_: stop.update(now=True))
     try:
         stack.spawn("controller-0", [
             "run", "--zookeeper", connect, "--controller-id", "0",
@@ -164,7 +193,9 @@ def run(args: argparse.Namespace) -> int:
         print("\nstack: stopping brokers, controller and ZooKeeper", file=sys.stderr)
         stack.stop_all()
         if embedded is not None:
+            print("stack: stopping ZooKeeper", file=sys.stderr)
             embedded.close()
+        print("stack: stopped", file=sys.stderr)
     return 0
 
 

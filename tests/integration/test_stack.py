@@ -1,0 +1,121 @@
+"""``zk-controller stack`` (what ``make run`` starts): a whole local cluster, and its stop.
+
+The stack is run as a user runs it: its own embedded ZooKeeper, the controller, three
+reference brokers and the demo topic, then a terminal's Ctrl-C (SIGINT to the foreground
+process group). Everything must stop, in order: brokers while the controller can still move
+their leaderships, then the controller, then ZooKeeper.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from controller.zk.server_probes import free_ports
+from tests.support import CLI, kazoo, wait_until
+
+BROKERS = 3
+PARTITIONS = 6
+
+
+def _consecutive_free_ports(count: int) -> int:
+    """The first of ``count`` consecutive free ports (the stack numbers brokers' ports)."""
+    for _ in range(50):
+        base = free_ports(1)[0]
+        if base + count > 65535:
+            continue
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(base, base + count):
+                    sock = held.enter_context(socket.socket())
+                    sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return base
+    raise AssertionError(f"no {count} consecutive free ports found")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
+
+
+def _all_led(connect: str) -> Callable[[], bool]:
+    def check() -> bool:
+        client = kazoo(connect)
+        try:
+            base = "/brokers/topics/demo/partitions"
+            states = [
+                json.loads(client.get(f"{base}/{p}/state")[0]) for p in client.get_children(base)
+            ]
+        finally:
+            client.stop()
+            client.close()
+        return len(states) == PARTITIONS and all(s["leader"] >= 0 for s in states)
+
+    return check
+
+
+def test_stack_runs_a_cluster_and_ctrl_c_stops_it_in_order(
+    zk_local_install: Path, tmp_path: Path
+) -> None:
+    zk_port, metrics_port, grpc_port = free_ports(3)
+    broker_base = _consecutive_free_ports(BROKERS)
+    var_dir = tmp_path / "var"
+    output = tmp_path / "stack.out"
+    env = {k: v for k, v in os.environ.items() if k != "ZK_CONNECT"}
+    command = [
+        *CLI, "stack", "--zookeeper-port", str(zk_port),
+        "--metrics-listen", f"127.0.0.1:{metrics_port}", "--grpc-listen", f"127.0.0.1:{grpc_port}",
+        "--broker-base-port", str(broker_base), "--brokers", str(BROKERS),
+        "--partitions", str(PARTITIONS), "--var-dir", str(var_dir),
+    ]  # fmt: skip
+    with output.open("wb") as out:
+        stack = subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # its own foreground group, as in a terminal
+        )
+    try:
+        wait_until(
+            lambda: "the cluster is up" in output.read_text(), timeout=120, what="the stack's guide"
+        )
+        wait_until(_all_led(f"127.0.0.1:{zk_port}"), timeout=60, what="demo topic led")
+        broker_pids = [int(p) for p in re.findall(r"broker-\d+ \(pid (\d+)\)", output.read_text())]
+        assert len(broker_pids) == BROKERS
+
+        os.killpg(stack.pid, signal.SIGINT)  # Ctrl-C
+        returncode = stack.wait(120)
+    finally:
+        if stack.poll() is None:
+            os.killpg(stack.pid, signal.SIGKILL)
+            stack.wait()
+
+    text = output.read_text()
+    assert returncode == 0, text[-3000:]
+    assert "did not stop" not in text, text[-3000:]
+    order = [m.group(1) for m in re.finditer(r"stack: stopping (\S+)", text)][1:]  # 0: "brokers,"
+    assert order == ["broker-3", "broker-2", "broker-1", "controller-0", "ZooKeeper"], order
+    assert text.rstrip().endswith("stack: stopped"), text[-2000:]
+    # The first two brokers to go had live peers: the controller moved their leaderships.
+    for broker_id in (3, 2):
+        log = (var_dir / "logs" / f"broker-{broker_id}.log").read_text()
+        assert '"controlled shutdown succeeded"' in log, log[-2000:]
+    for pid in broker_pids:
+        assert not _alive(pid), f"broker pid {pid} still running"
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", zk_port), timeout=1).close()
