@@ -8,8 +8,10 @@ script both end up here. Nothing here imports pyspark at module level.
 from __future__ import annotations
 
 import argparse
+import glob
 import sys
 import zipfile
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -60,11 +62,35 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="extra Spark configuration (repeatable)")
 
 
+def missing_local_inputs(paths: Iterable[str]) -> list[str]:
+    """The local inputs (plain paths or ``file:`` URIs) that name nothing: no such file or
+    directory, or a glob that matches nothing. Other filesystems, and Hadoop's ``{a,b}``
+    globs, are left to Spark."""
+    missing = []
+    for path in paths:
+        local = path
+        if "://" in path or path.startswith("file:"):
+            if not path.startswith("file:"):
+                continue
+            local = "/" + path.removeprefix("file:").lstrip("/")
+        if "{" in local:
+            continue
+        found = glob.glob(local) if glob.has_magic(local) else Path(local).exists()
+        if not found:
+            missing.append(path)
+    return missing
+
+
 def run_from_args(args: argparse.Namespace) -> int:
     from controller.analytics.job import JobConfig, run
 
     if args.start and args.end and args.start > args.end:
         print("error: --from is after --to", file=sys.stderr)
+        return 2
+    # Before Spark starts: a typo should cost no JVM start, and no page of Java stack trace.
+    missing = missing_local_inputs(args.input)
+    if missing:
+        print(f"error: no such input: {', '.join(missing)}", file=sys.stderr)
         return 2
     cfg = JobConfig(
         inputs=list(args.input),

@@ -143,3 +143,25 @@ def test_cli_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
         main(["run", "--input", "x", "--output", "y", "--from", "yesterday"])
     assert main(["run", "--input", "x", "--output", "y", "--from", "2026-02-01",
                  "--to", "2026-01-01"]) == 2
+
+
+def test_missing_local_inputs_are_found_before_spark(tmp_path: Path) -> None:
+    from controller.analytics.cli import missing_local_inputs
+
+    log = tmp_path / "logs" / "a.jsonl"
+    log.parent.mkdir()
+    log.write_text("{}\n")
+    present = [str(log), str(log.parent), f"{tmp_path}/logs/*.jsonl", f"file://{log}",
+               f"file:{log}", "hdfs://nn:8020/logs/x.jsonl", f"{tmp_path}/logs/{{a,b}}.jsonl"]
+    assert missing_local_inputs(present) == []
+    absent = [str(tmp_path / "nope.jsonl"), f"{tmp_path}/logs/*.gz", f"file://{tmp_path}/nope"]
+    assert missing_local_inputs([*present, *absent]) == absent
+
+
+def test_cli_run_names_a_missing_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from controller.analytics.cli import main
+
+    missing = str(tmp_path / "typo.jsonl")
+    assert main(["run", "--input", missing, "--output", str(tmp_path / "out")]) == 2
+    assert f"error: no such input: {missing}" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
