@@ -45,7 +45,7 @@ class LocalEnsemble(_Managed):
             self._temp_dir = tempfile.mkdtemp(prefix="zkc-ensemble-")
             self._cleanup = weakref.finalize(self, shutil.rmtree, self._temp_dir, True)
             work_dir = self._temp_dir
-        self.work_dir = Path(work_dir)
+        self.work_dir = Path(work_dir).resolve()
         self._options: dict[str, Any] = {
             "heap": heap,
             "jvm_args": jvm_args,

@@ -142,8 +142,10 @@ class LocalZooKeeper(_Managed):
             self._temp_dir = tempfile.mkdtemp(prefix="zkc-zookeeper-")
             self._cleanup = weakref.finalize(self, shutil.rmtree, self._temp_dir, True)
             work_dir = self._temp_dir
-        self.data_dir = Path(data_dir) if data_dir is not None else Path(work_dir) / "data"
-        self.work_dir = Path(work_dir) if work_dir is not None else self.data_dir
+        # Absolute: the JVM runs in work_dir, where relative paths would mean something else.
+        data = Path(data_dir) if data_dir is not None else Path(work_dir) / "data"
+        self.data_dir = data.resolve()
+        self.work_dir = Path(work_dir).resolve() if work_dir is not None else self.data_dir
         self.config_path = self.work_dir / "zoo.cfg"
         self.log_path = self.work_dir / "zookeeper.log"
         self.heap = heap

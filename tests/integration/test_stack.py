@@ -1,4 +1,7 @@
-"""``zk-controller stack`` (what ``make run`` starts): a whole local cluster, and its stop.
+"""The local runs: ``zk-controller stack`` (``make run``) and ``zk-controller run`` with its
+embedded ZooKeeper (``make run-controller``), started as a user starts them.
+
+``stack``: a whole local cluster, and its stop.
 
 The stack is run as a user runs it: its own embedded ZooKeeper, the controller, three
 reference brokers and the demo topic, then a terminal's Ctrl-C (SIGINT to the foreground
@@ -117,5 +120,50 @@ def test_stack_runs_a_cluster_and_ctrl_c_stops_it_in_order(
         assert '"controlled shutdown succeeded"' in log, log[-2000:]
     for pid in broker_pids:
         assert not _alive(pid), f"broker pid {pid} still running"
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", zk_port), timeout=1).close()
+
+
+def test_run_without_zookeeper_starts_an_embedded_one_in_a_relative_var_dir(
+    zk_local_install: Path, tmp_path: Path
+) -> None:
+    """``make run-controller`` with no ZK_CONNECT: the default data dir is ``var/zookeeper``,
+    relative to where it runs (the JVM once resolved it against its own work dir and exited
+    with "var/zookeeper/zoo.cfg file is missing")."""
+    zk_port, metrics_port, grpc_port = free_ports(3)
+    env = {k: v for k, v in os.environ.items() if k != "ZK_CONNECT"}
+    output = tmp_path / "run.out"
+    command = [
+        *CLI, "run", "--controller-id", "0", "--embedded-zookeeper-port", str(zk_port),
+        "--metrics-listen", f"127.0.0.1:{metrics_port}", "--grpc-listen", f"127.0.0.1:{grpc_port}",
+    ]  # fmt: skip
+    with output.open("wb") as out:
+        daemon = subprocess.Popen(
+            command, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, env=env,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        def controller_znode() -> dict[str, object] | None:
+            if daemon.poll() is not None:  # pytest.fail is not an Exception: wait_until stops
+                pytest.fail(f"zk-controller run exited {daemon.returncode}:\n"
+                            + output.read_text()[-3000:])
+            client = kazoo(f"127.0.0.1:{zk_port}")
+            try:
+                data, _ = client.get("/controller")
+            finally:
+                client.stop()
+                client.close()
+            return json.loads(data)
+
+        znode = wait_until(controller_znode, timeout=90, what="controller 0 elected")
+        assert znode["brokerid"] == 0
+        assert (tmp_path / "var" / "zookeeper" / "zoo.cfg").is_file()
+        daemon.send_signal(signal.SIGTERM)
+        returncode = daemon.wait(60)
+    finally:
+        if daemon.poll() is None:
+            os.killpg(daemon.pid, signal.SIGKILL)
+            daemon.wait()
+    assert returncode == 0, output.read_text()[-3000:]
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", zk_port), timeout=1).close()
