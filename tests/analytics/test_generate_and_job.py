@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -165,3 +166,22 @@ def test_cli_run_names_a_missing_input(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["run", "--input", missing, "--output", str(tmp_path / "out")]) == 2
     assert f"error: no such input: {missing}" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_generate_to_a_pipe_whose_reader_goes_away(tmp_path: Path) -> None:
+    """``analyze generate --out /dev/stdout | head``: no traceback, the shell's 141, and no
+    per-cluster parts left behind (they go to the temp directory, not next to /dev/stdout)."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "controller", "analyze", "generate", "--records", "300000",
+         "--out", "/dev/stdout"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.read(200)
+    proc.stdout.close()  # the reader goes away
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(120) == 141, stderr
+    assert first.startswith(b'{"ts":')
+    assert "Traceback" not in stderr, stderr
+    assert list(tmp_path.iterdir()) == []

@@ -99,27 +99,45 @@ def generate(
         work = target
     else:
         target.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=".gen-", dir=target.parent))
-    paths = [work / f"{spec.name}.jsonl" for spec, _ in plan]
-    jobs = [
-        (spec, share, str(path), f"{seed}-{i}", start_us, end_us, noise, write_cluster)
-        for i, ((spec, share), path) in enumerate(zip(plan, paths, strict=True))
-    ]
+        # The per-cluster parts go beside the target (same filesystem), unless the target is
+        # a pipe or a device such as /dev/stdout: then to the temp directory.
+        beside = not target.exists() or target.is_file()
+        work = Path(tempfile.mkdtemp(prefix=".gen-", dir=target.parent if beside else None))
     if processes is None:
-        processes = min(len(jobs), os.cpu_count() or 1) if records >= 200_000 else 1
-    if processes > 1:
-        # spawn, not fork: the caller may be a process with a live JVM gateway
-        with multiprocessing.get_context("spawn").Pool(processes) as pool:
-            counts = pool.starmap(_run_cluster, jobs)
-    else:
-        counts = [_run_cluster(*job) for job in jobs]
-    if as_dir:
-        result_paths = paths
-    else:
+        processes = min(len(plan), os.cpu_count() or 1) if records >= 200_000 else 1
+    try:
+        paths = [work / f"{spec.name}.jsonl" for spec, _ in plan]
+        counts = _run_clusters(
+            plan, paths, seed, start_us, end_us, noise, write_cluster, processes
+        )
+        if as_dir:
+            return GenerateResult(paths, sum(counts), [spec.name for spec, _ in plan])
         with open(target, "wb") as sink:
             for path in paths:
                 with open(path, "rb") as src:
                     shutil.copyfileobj(src, sink, 1 << 24)
-        shutil.rmtree(work)
-        result_paths = [target]
-    return GenerateResult(result_paths, sum(counts), [spec.name for spec, _ in plan])
+    finally:
+        if not as_dir:  # also when the reader of a pipe went away mid-copy
+            shutil.rmtree(work, ignore_errors=True)
+    return GenerateResult([target], sum(counts), [spec.name for spec, _ in plan])
+
+
+def _run_clusters(
+    plan: Sequence[tuple[ClusterSpec, int]],
+    paths: Sequence[Path],
+    seed: int,
+    start_us: int,
+    end_us: int,
+    noise: Noise,
+    write_cluster: bool,
+    processes: int,
+) -> list[int]:
+    jobs = [
+        (spec, share, str(path), f"{seed}-{i}", start_us, end_us, noise, write_cluster)
+        for i, ((spec, share), path) in enumerate(zip(plan, paths, strict=True))
+    ]
+    if processes > 1:
+        # spawn, not fork: the caller may be a process with a live JVM gateway
+        with multiprocessing.get_context("spawn").Pool(processes) as pool:
+            return pool.starmap(_run_cluster, jobs)
+    return [_run_cluster(*job) for job in jobs]
