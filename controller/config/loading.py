@@ -41,7 +41,9 @@ def read_config_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list
     except OSError as exc:
         return {}, [ConfigProblem(source, "-", f"cannot read: {exc.strerror or exc}")]
     except tomllib.TOMLDecodeError as exc:
-        return {}, [ConfigProblem(source, "-", f"invalid TOML: {exc}")]
+        # Kafka's operators know server.properties (key=value, strings unquoted): say so.
+        hint = 'settings are TOML, strings quoted: zookeeper.connect = "zk1:2181/kafka"'
+        return {}, [ConfigProblem(source, "-", f"invalid TOML: {exc} ({hint})")]
     values: dict[str, Any] = {}
     problems: list[ConfigProblem] = []
     for name, value in _flatten(data):

@@ -226,6 +226,10 @@ def test_unreadable_and_invalid_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as exc:
         load_config(write(tmp_path, "controller.id = = 1"), env=REQUIRED_ENV)
     assert "invalid TOML" in str(exc.value)
+    # Kafka's properties syntax: the error says what the file should look like.
+    with pytest.raises(ConfigError) as exc:
+        load_config(write(tmp_path, "zookeeper.connect=zk1:2181\n"), env=REQUIRED_ENV)
+    assert 'strings quoted: zookeeper.connect = "zk1:2181/kafka"' in str(exc.value)
 
 
 def test_same_listen_address_is_rejected() -> None:
