@@ -46,6 +46,14 @@ def wait_until(
         time.sleep(interval)
 
 
+def process_alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"  # a zombie nobody reaped yet is dead for our purposes
+
+
 def kazoo(connect: str) -> KazooClient:
     client = KazooClient(
         hosts=connect,

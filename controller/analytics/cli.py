@@ -68,11 +68,12 @@ def missing_local_inputs(paths: Iterable[str]) -> list[str]:
     globs, are left to Spark."""
     missing = []
     for path in paths:
-        local = path
-        if "://" in path or path.startswith("file:"):
-            if not path.startswith("file:"):
-                continue
+        if path.startswith("file:"):
             local = "/" + path.removeprefix("file:").lstrip("/")
+        elif "://" in path:
+            continue
+        else:
+            local = path
         if "{" in local:
             continue
         found = glob.glob(local) if glob.has_magic(local) else Path(local).exists()

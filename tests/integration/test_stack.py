@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from controller.zk.server_probes import free_ports
-from tests.support import CLI, kazoo, wait_until
+from tests.support import CLI, kazoo, process_alive, wait_until
 
 BROKERS = 3
 PARTITIONS = 6
@@ -45,14 +45,6 @@ def _consecutive_free_ports(count: int) -> int:
                 continue
         return base
     raise AssertionError(f"no {count} consecutive free ports found")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"  # a zombie has exited
-    except FileNotFoundError:
-        return False
 
 
 def _all_led(connect: str) -> Callable[[], bool]:
@@ -119,7 +111,7 @@ def test_stack_runs_a_cluster_and_ctrl_c_stops_it_in_order(
         log = (var_dir / "logs" / f"broker-{broker_id}.log").read_text()
         assert '"controlled shutdown succeeded"' in log, log[-2000:]
     for pid in broker_pids:
-        assert not _alive(pid), f"broker pid {pid} still running"
+        assert not process_alive(pid), f"broker pid {pid} still running"
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", zk_port), timeout=1).close()
 

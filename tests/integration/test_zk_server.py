@@ -34,6 +34,7 @@ from controller.zk.tiers import (
     docker_problem,
     resolve_zookeeper,
 )
+from tests.support import process_alive
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -198,14 +199,6 @@ def test_frozen_ensemble_node_reports_no_mode(zk_ensemble: LocalEnsemble) -> Non
 
 
 # --- the command ----------------------------------------------------------------------------
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"  # a zombie nobody reaped yet is dead for our purposes
 
 
 @contextlib.contextmanager
