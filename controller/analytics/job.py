@@ -110,9 +110,33 @@ def _periods(spark: SparkSession, stats: list[ClusterStats], cfg: JobConfig) -> 
         for s in stats
         if s.period_start and s.period_end and s.period_start <= s.period_end
     ]
-    return spark.createDataFrame(
-        rows, "cluster string, period_start timestamp, period_end timestamp"
+    return _local_periods(spark, rows)
+
+
+_NO_PERIODS = (
+    "SELECT * FROM VALUES (CAST(NULL AS STRING), CAST(NULL AS TIMESTAMP), CAST(NULL AS TIMESTAMP))"
+    " AS periods(cluster, period_start, period_end) WHERE false"
+)
+
+
+def _local_periods(
+    spark: SparkSession, rows: list[tuple[str, datetime, datetime]]
+) -> DataFrame:
+    """The periods as a relation held by the JVM. ``createDataFrame`` of Python rows would be
+    a Python RDD: every output that broadcasts it would run a job in Python workers, and
+    executors would need Python. Values are bound as parameters, never spliced into SQL."""
+    empty = spark.sql(_NO_PERIODS)  # nullable columns, like createDataFrame's
+    if not rows:
+        return empty
+    markers = ", ".join(f"(:c{i}, :s{i}, :e{i})" for i in range(len(rows)))
+    args: dict[str, object] = {}
+    for i, (cluster, start, end) in enumerate(rows):
+        args |= {f"c{i}": cluster, f"s{i}": start, f"e{i}": end}
+    values = spark.sql(
+        f"SELECT * FROM VALUES {markers} AS periods(cluster, period_start, period_end)",
+        args=args,
     )
+    return values.unionByName(empty)
 
 
 def _is_local(spark: SparkSession) -> bool:

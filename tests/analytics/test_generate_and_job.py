@@ -111,6 +111,26 @@ def test_job_end_to_end(spark, tmp_path: Path) -> None:
     assert all(c.records > 0 for c in result.clusters)
 
 
+def test_periods_are_a_relation_held_by_the_jvm(spark) -> None:
+    """Python rows through createDataFrame would be a Python RDD: every output broadcasting
+    the periods would run Python workers, which executors on a cluster may not have."""
+    from datetime import datetime
+
+    from controller.analytics.job import _local_periods
+
+    start, end = datetime(2026, 3, 1, 4, 5, 6, 7), datetime(2026, 3, 2)
+    rows = [("prod's \"eu\" `1`", start, end), ("b", start, start)]
+    df = _local_periods(spark, rows)
+    plan = df._jdf.queryExecution().optimizedPlan()
+    assert plan.getClass().getSimpleName() == "LocalRelation", plan.toString()
+    assert sorted(tuple(r) for r in df.collect()) == sorted(rows)
+    assert [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields] == [
+        ("cluster", "string", True), ("period_start", "timestamp", True),
+        ("period_end", "timestamp", True)]
+    empty = _local_periods(spark, [])
+    assert empty.schema == df.schema and empty.count() == 0
+
+
 def test_cli_help_does_not_need_pyspark() -> None:
     code = (
         "import sys; from controller.cli.main import build_parser; "
