@@ -131,7 +131,7 @@ def _local_periods(
     markers = ", ".join(f"(:c{i}, :s{i}, :e{i})" for i in range(len(rows)))
     args: dict[str, object] = {}
     for i, (cluster, start, end) in enumerate(rows):
-        args |= {f"c{i}": cluster, f"s{i}": start, f"e{i}": end}
+        args.update({f"c{i}": cluster, f"s{i}": start, f"e{i}": end})
     values = spark.sql(
         f"SELECT * FROM VALUES {markers} AS periods(cluster, period_start, period_end)",
         args=args,

@@ -24,14 +24,9 @@ sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in getattr(f, "__
 sys.path[:] = [p for p in sys.path
                if p.endswith(".zip") or not os.path.isdir(os.path.join(p, "controller"))]
 sys.path_importer_cache.clear()
-args = sys.argv[1:]
+sys.argv = sys.argv[1:]  # spark-submit runs the driver as: python SCRIPT ARGS...
 try:
-    if args[:1] == ["-m"]:
-        sys.argv = args[1:]
-        runpy.run_module(args[1], run_name="__main__", alter_sys=True)
-    else:
-        sys.argv = args
-        runpy.run_path(args[0], run_name="__main__")
+    runpy.run_path(sys.argv[0], run_name="__main__")
 finally:
     module = sys.modules.get("controller")
     print("controller imported from %s" % getattr(module, "__file__", None), flush=True)
