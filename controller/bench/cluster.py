@@ -273,7 +273,8 @@ class ControllerProcess:
         needle = f'"to_state":"{to_state}"'.encode()
         with self.state_change_log.open("rb") as f:
             f.seek(max(size - tail_bytes, 0))
-            lines = [line for line in f.read().splitlines() if needle in line]
+            # Only whole lines: the controller may be mid-write of its last chunk.
+            lines = [line for line in f.read().split(b"\n")[:-1] if needle in line]
         if not lines:
             return None
         return iso_to_epoch(json.loads(lines[-1])["ts"])

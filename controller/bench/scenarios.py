@@ -122,10 +122,12 @@ def failover(
             controller.mark_log()
             cpu = (controller.cpu_seconds(), host.cpu_seconds())
             t0 = population.release_controller()
+            # The ready record, not the "failover complete" log line: the state-change log is
+            # flushed at the end of the event, after that line is logged.
             wait_for(
-                lambda c=controller: _logged(c, "controller failover complete"),
+                lambda c=controller, t=t0: (c.last_state_change("ready") or 0.0) >= t,
                 600,
-                "the failover to complete",
+                "the ready record of the failover",
                 0.1,
             )
             ready = controller.last_state_change("ready")
