@@ -171,6 +171,26 @@ class BrokerHost:
 # -- a controller process -----------------------------------------------------------------------
 
 
+def last_record_ts(path: Path, to_state: str, tail_bytes: int = 1 << 20) -> float | None:
+    """The ts (epoch seconds) of the last whole record ``to_state`` in the last ``tail_bytes``
+    of a state-change log, or None. A line still being written (no newline yet) is not read."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return None
+    needle = f'"to_state":"{to_state}"'.encode()
+    start = max(size - tail_bytes, 0)
+    with path.open("rb") as f:
+        f.seek(start)
+        lines = f.read().split(b"\n")[:-1]
+    if start > 0:
+        lines = lines[1:]  # the tail began mid-line
+    lines = [line for line in lines if needle in line]
+    if not lines:
+        return None
+    return iso_to_epoch(json.loads(lines[-1])["ts"])
+
+
 class ControllerProcess:
     """``python -m controller run`` with JSON logs to a file, metrics and gRPC on free ports."""
 
@@ -266,18 +286,7 @@ class ControllerProcess:
     def last_state_change(self, to_state: str, tail_bytes: int = 1 << 20) -> float | None:
         """The ts of the last controller record ``to_state`` (e.g. "ready") in the state-change
         log, looking only at its tail (the record is among the last of its event)."""
-        try:
-            size = self.state_change_log.stat().st_size
-        except FileNotFoundError:
-            return None
-        needle = f'"to_state":"{to_state}"'.encode()
-        with self.state_change_log.open("rb") as f:
-            f.seek(max(size - tail_bytes, 0))
-            # Only whole lines: the controller may be mid-write of its last chunk.
-            lines = [line for line in f.read().split(b"\n")[:-1] if needle in line]
-        if not lines:
-            return None
-        return iso_to_epoch(json.loads(lines[-1])["ts"])
+        return last_record_ts(self.state_change_log, to_state, tail_bytes)
 
     def tail(self, lines: int = 20) -> str:
         with contextlib.suppress(OSError):
