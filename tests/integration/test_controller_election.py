@@ -106,6 +106,16 @@ def test_two_controllers_exactly_one_active_and_kill9_failover(zk, processes):
     assert standby.metrics()["kafka_controller_controller_epoch"] == 2.0
 
 
+def _wait_resigned_record(daemon: ControllerDaemon) -> None:
+    """The resigned record is written late in the resignation event and flushed at its end,
+    after ``is_active`` already reads False: wait for it rather than read once."""
+    scl = Path(daemon.config.log_dir) / "state-change.log"
+    wait_until(
+        lambda: scl.exists() and '"to_state":"resigned"' in scl.read_text(),
+        what="the resigned record in the state-change log",
+    )
+
+
 def test_server_side_session_expiry_resigns_and_one_controller_remains(zk, zk_connect, daemons):
     d1 = daemons(1)
     wait_until(lambda: d1.controller.is_active, what="d1 active")
@@ -127,8 +137,7 @@ def test_server_side_session_expiry_resigns_and_one_controller_remains(zk, zk_co
         return len(actives) == 1 and owner == actives[0].config.controller_id and epoch >= 2
 
     wait_until(settled, timeout=20, what="exactly one active controller at a higher epoch")
-    scl = (Path(d1.config.log_dir) / "state-change.log").read_text()
-    assert '"to_state":"resigned"' in scl
+    _wait_resigned_record(d1)
 
 
 def test_zombie_fenced_write_is_rejected_and_nothing_reaches_zookeeper(zk, daemons):
@@ -178,8 +187,7 @@ def test_zombie_fenced_write_is_rejected_and_nothing_reaches_zookeeper(zk, daemo
     assert d1.controller.active_controller_id == 99
     assert zk.exists("/brokers/topics/fenced/partitions/0/state") is None
     assert controller_in_zk(zk) == (99, 2)
-    scl = (Path(d1.config.log_dir) / "state-change.log").read_text()
-    assert '"to_state":"resigned"' in scl
+    _wait_resigned_record(d1)
 
 
 def test_sigstop_zombie_resigns_after_thaw(zk, processes):
