@@ -165,13 +165,25 @@ def _ts(v: datetime | None) -> str:
     return "-" if v is None else v.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def lines_and_clusters(stats: Sequence[ClusterStats]) -> str:
+    """"N lines, K cluster(s)", counting only clusters with a usable record: lines too broken
+    to name their cluster (grouped as "default") are said apart, not counted as a cluster."""
+    lines = sum(s.lines for s in stats)
+    named = [s for s in stats if s.records]
+    text = f"{lines:,} lines, {len(named)} cluster(s)"
+    empty = [s for s in stats if not s.records]
+    if empty:
+        where = ", ".join(repr(s.cluster) for s in empty)
+        text += f" ({sum(s.lines for s in empty):,} lines with no usable record under {where})"
+    return text
+
+
 def render_text(
     facts: Mapping[str, Any], stats: Sequence[ClusterStats], timings: Mapping[str, float]
 ) -> str:
-    lines = sum(s.lines for s in stats)
     bad = sum(s.bad for s in stats)
     out = [
-        f"zk-controller analyze: {lines:,} lines, {len(stats)} cluster(s)",
+        f"zk-controller analyze: {lines_and_clusters(stats)}",
         f"  bad records: {bad:,}   duplicates dropped: {sum(s.duplicates for s in stats):,}"
         f"   not-ok records ignored: {sum(s.not_ok for s in stats):,}",
         f"  {'cluster':<14} {'period (UTC)':<41} {'availability':>12} {'windows':>8} "
@@ -221,8 +233,15 @@ def _table(rows: Sequence[Mapping[str, Any]], cols: Sequence[tuple[str, str]]) -
         cells = []
         for key, _ in cols:
             v = row.get(key)
-            if isinstance(v, float):
-                text = _dur(v) if key.endswith("_s") else f"{v:.4g}"
+            if isinstance(v, bool):
+                text = "yes" if v else "no"
+            elif isinstance(v, float):
+                if key.endswith("_s"):
+                    text = _dur(v)
+                elif key.endswith("_pct"):  # 4 significant digits would round 99.996 to 100
+                    text = f"{v:.4f}"
+                else:
+                    text = f"{v:.4g}"
             elif isinstance(v, datetime):
                 text = _ts(v)
             elif isinstance(v, list):
@@ -290,14 +309,13 @@ def render_html(facts: Mapping[str, Any], stats: Sequence[ClusterStats]) -> str:
                               ("avg_imbalance", "avg imbalance ratio"),
                               ("max_imbalance", "max imbalance ratio")])
         )
-    lines_total = sum(s.lines for s in stats)
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<title>Partition availability report</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>Partition availability</h1>",
-        f"<p class='sub'>{lines_total:,} state-change log lines from {len(stats)} "
-        f"cluster(s); {sum(s.bad for s in stats):,} bad records set aside.</p>",
+        f"<p class='sub'>{escape(lines_and_clusters(stats))}; "
+        f"{sum(s.bad for s in stats):,} bad records set aside.</p>",
         f"<div class='cards'>{''.join(cards)}</div>",
         "<h2>Availability over time</h2>",
         "<p class='sub'>Share of partition-time with a leader, per hour.</p>",

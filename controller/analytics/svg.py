@@ -17,6 +17,7 @@ PALETTE = (
 )
 W, H = 860, 280
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 28, 44
+CHAR_W = 6.2  # an 11px tick label's average character width, for keeping labels in view
 
 
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -73,6 +74,19 @@ def _axes(
     return out
 
 
+def x_label(x: float, y: float, text: str) -> str:
+    """A tick label centred on ``x``, shifted to end (or start) at the chart's edge when
+    centring would cut it off there."""
+    half = len(text) * CHAR_W / 2
+    anchor = "middle"
+    if x + half > W - 2:
+        x, anchor = W - 2, "end"
+    elif x - half < 2:
+        x, anchor = 2, "start"
+    return (f'<text x="{x:.1f}" y="{y}" class="tick" text-anchor="{anchor}">'
+            f"{escape(text)}</text>")
+
+
 def _time_labels(x0: float, x1: float, x_of: Callable[[float], float]) -> list[str]:
     span = max(1.0, x1 - x0)
     step = next(
@@ -87,8 +101,7 @@ def _time_labels(x0: float, x1: float, x_of: Callable[[float], float]) -> list[s
         x = x_of(t)
         label = datetime.fromtimestamp(t, UTC).strftime(fmt)
         out.append(f'<line x1="{x:.1f}" y1="{H - BOTTOM}" x2="{x:.1f}" y2="{H - BOTTOM + 4}" '
-                   f'class="axis"/><text x="{x:.1f}" y="{H - BOTTOM + 16}" class="tick" '
-                   f'text-anchor="middle">{label}</text>')
+                   f'class="axis"/>' + x_label(x, H - BOTTOM + 16, label))
         t += step
     return out
 
@@ -172,9 +185,7 @@ def bars(
             base[i] += v
     for i, label in enumerate(labels):
         if i % every == 0:
-            x = LEFT + (i + 0.5) * slot
-            body.append(f'<text x="{x:.1f}" y="{H - BOTTOM + 16}" class="tick" '
-                        f'text-anchor="middle">{escape(label)}</text>')
+            body.append(x_label(LEFT + (i + 0.5) * slot, H - BOTTOM + 16, label))
     for pos, text in markers:
         x = LEFT + pos * slot
         body.append(f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{H - BOTTOM}" '
