@@ -400,10 +400,12 @@ def item(tp: TopicPartition, results: list, topic_id: str = TID) -> AlterPartiti
 
 def run_manager(controller: ScriptedController, epochs: list[int], *items: AlterPartitionItem):
     manager = AlterPartitionManager(1, lambda: epochs[0], controller, retry_backoff_s=0.01)
-    manager.start()
     try:
+        # Queued before the sender starts, so they go out in one request however the
+        # threads are scheduled (a loaded machine could otherwise send the first alone).
         for i in items:
             assert manager.submit(i)
+        manager.start()
         assert controller.done.wait(5)
         wait_until(lambda: not manager.pending(), timeout=5, what="every item answered")
     finally:
