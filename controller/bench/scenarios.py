@@ -124,15 +124,12 @@ def failover(
             t0 = population.release_controller()
             # The ready record, not the "failover complete" log line: the state-change log is
             # flushed at the end of the event, after that line is logged.
-            wait_for(
-                lambda c=controller, t=t0: (c.last_state_change("ready") or 0.0) >= t,
+            ready: float = wait_for(
+                lambda c=controller, t=t0: _ready_since(c, t),
                 600,
                 "the ready record of the failover",
                 0.1,
             )
-            ready = controller.last_state_change("ready")
-            if ready is None or ready < t0:
-                raise BenchError("no ready record after the failover")
             epoch = _epoch_of(controller)
             wait_for(
                 lambda e=epoch: all(
@@ -197,6 +194,12 @@ def failover(
 
 def _logged(controller: ControllerProcess, message: str) -> bool:
     return any(r.get("event") == message for r in controller.log_records())
+
+
+def _ready_since(controller: ControllerProcess, t0: float) -> float | None:
+    """The ts of the controller's last ready record if it is from ``t0`` on, else None."""
+    ready = controller.last_state_change("ready")
+    return ready if ready is not None and ready >= t0 else None
 
 
 def _epoch_of(controller: ControllerProcess) -> int:
