@@ -235,13 +235,12 @@ def _table(rows: Sequence[Mapping[str, Any]], cols: Sequence[tuple[str, str]]) -
             v = row.get(key)
             if isinstance(v, bool):
                 text = "yes" if v else "no"
+            elif isinstance(v, float) and key.endswith("_s"):
+                text = _dur(v)
+            elif isinstance(v, float) and key.endswith("_pct"):
+                text = f"{v:.4f}"  # 4 significant digits would round 99.996 to 100
             elif isinstance(v, float):
-                if key.endswith("_s"):
-                    text = _dur(v)
-                elif key.endswith("_pct"):  # 4 significant digits would round 99.996 to 100
-                    text = f"{v:.4f}"
-                else:
-                    text = f"{v:.4g}"
+                text = f"{v:.4g}"
             elif isinstance(v, datetime):
                 text = _ts(v)
             elif isinstance(v, list):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from controller.bench.cluster import last_record_ts
 from controller.config import load_config
 from controller.core.controller import Controller
 from controller.core.events import Probe
@@ -111,7 +112,7 @@ def _wait_resigned_record(daemon: ControllerDaemon) -> None:
     after ``is_active`` already reads False: wait for it rather than read once."""
     scl = Path(daemon.config.log_dir) / "state-change.log"
     wait_until(
-        lambda: scl.exists() and '"to_state":"resigned"' in scl.read_text(),
+        lambda: last_record_ts(scl, "resigned") is not None,
         what="the resigned record in the state-change log",
     )
 
