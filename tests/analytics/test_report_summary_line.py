@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from controller.analytics.job import ClusterStats
-from controller.analytics.report import lines_and_clusters
+from controller.analytics.report import _table, lines_and_clusters
 
 
 def _stats(cluster: str, lines: int, bad: int, records: int) -> ClusterStats:
@@ -29,8 +29,6 @@ def test_nothing_usable() -> None:
 
 
 def test_table_percentages_keep_their_decimals() -> None:
-    from controller.analytics.report import _table
-
     html = _table([{"topic": "t", "availability_pct": 99.99612, "ratio": 0.123456}],
                   [("topic", "topic"), ("availability_pct", "availability %"),
                    ("ratio", "ratio")])  # fmt: skip
@@ -39,7 +37,5 @@ def test_table_percentages_keep_their_decimals() -> None:
 
 
 def test_table_flags_read_as_words() -> None:
-    from controller.analytics.report import _table
-
     html = _table([{"never_ready": True}, {"never_ready": False}], [("never_ready", "never ready")])
     assert "<td>yes</td>" in html and "<td>no</td>" in html
