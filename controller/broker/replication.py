@@ -4,7 +4,7 @@ The reference broker holds no data, so "replication" is reduced to what the cont
 observe: which replicas are fetching from their leader, and at which leader epoch. That is
 enough to drive Kafka's ISR rules (``Partition.scala`` in 3.6, ZooKeeper mode):
 
-* **Followers** (``ReplicaFetcher``) call their leader's ``Fetch`` every
+* **Followers** (``fetcher.ReplicaFetcher``) call their leader's ``Fetch`` every
   ``replica_fetch_interval_ms``, one request per leader carrying every partition they follow
   there, with the leader epoch of their last LeaderAndIsr. A partition stops being fetched
   when the broker stops following it: StopReplica, a LeaderAndIsr that makes it leader, or a
@@ -34,18 +34,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-import grpc
 import structlog
 
-from controller.api import MESSAGE_SIZE_OPTIONS
 from controller.api.errors import Errors
-from controller.api.v1 import broker_pb2, broker_pb2_grpc
+from controller.api.v1 import broker_pb2
+from controller.broker.fetcher import ReplicaFetcher
 from controller.broker.isr_manager import AlterPartitionItem, AlterPartitionManager, Result
 from controller.broker.state import Hosted, ReplicaState, Role
 from controller.core.model import (
@@ -63,15 +60,6 @@ DEFAULT_REPLICA_LAG_TIME_MAX_MS = 30_000
 # How often an idle follower fetches: Kafka's replica.fetch.wait.max.ms (an idle fetch
 # returns after that long and the next one is sent at once).
 DEFAULT_REPLICA_FETCH_INTERVAL_MS = 500
-# Short reconnect backoff: gRPC's default grows to minutes, and a follower must find its
-# leader again as soon as it is back.
-_CHANNEL_OPTIONS = [
-    *MESSAGE_SIZE_OPTIONS,
-    ("grpc.use_local_subchannel_pool", 1),
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 1000),
-]
 # Errors after which a refused ISR change is dropped until the next LeaderAndIsr.
 _WAIT_FOR_LEADER_AND_ISR = frozenset(
     {
@@ -489,115 +477,3 @@ def _describe(result: Result) -> str:
         f"isr={list(result.isr)} leader_epoch={result.leader_epoch} "
         f"partition_epoch={result.partition_epoch}"
     )
-
-
-class ReplicaFetcher:
-    """The follower side: one thread fetching every followed partition from its leader."""
-
-    def __init__(self, state: ReplicaState, config: ReplicationConfig) -> None:
-        self.state = state
-        self.config = config
-        self.broker_id = state.broker_id
-        self._channels: dict[str, tuple[grpc.Channel, broker_pb2_grpc.BrokerServiceStub]] = {}
-        self._stop = threading.Event()
-        self._paused = threading.Event()
-        self._thread: threading.Thread | None = None
-        # The last outcome per partition (error name), for diagnostics and tests.
-        self.last_results: dict[TopicPartition, str] = {}
-
-    def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(
-            target=self._run, name=f"broker-{self.broker_id}-replica-fetcher", daemon=True
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(5)
-        for channel, _ in self._channels.values():
-            channel.close()
-        self._channels.clear()
-
-    def pause(self) -> None:
-        """Stop fetching while still running (a follower stuck in a long GC pause, or cut off
-        from its leaders): its leaders drop it from their ISRs after the lag time."""
-        self._paused.set()
-
-    def resume(self) -> None:
-        self._paused.clear()
-
-    @property
-    def paused(self) -> bool:
-        return self._paused.is_set()
-
-    def _run(self) -> None:
-        period_s = self.config.replica_fetch_interval_ms / 1000
-        while not self._stop.is_set():
-            if not self._paused.is_set():
-                try:
-                    self.fetch_once()
-                except Exception:
-                    log.exception("fetch round failed", broker_id=self.broker_id)
-            self._stop.wait(period_s)
-
-    def fetch_once(self) -> dict[TopicPartition, Errors]:
-        """One round: a fetch to each leader of a followed partition, sent in parallel.
-        Returns each partition's outcome (UNKNOWN_SERVER_ERROR when its leader was
-        unreachable, LEADER_NOT_AVAILABLE when its address is unknown)."""
-        by_leader: dict[int, list[tuple[TopicPartition, str, int]]] = defaultdict(list)
-        for tp, topic_id, leader, leader_epoch in self.state.followed_partitions():
-            by_leader[leader].append((tp, topic_id, leader_epoch))
-        timeout = max(self.config.replica_fetch_interval_ms / 1000, 1.0)
-        calls: list[tuple[list[tuple[TopicPartition, str, int]], Future[Any]]] = []
-        results: dict[TopicPartition, Errors] = {}
-        for leader, partitions in sorted(by_leader.items()):
-            address = self.state.leader_address(leader, self.config.inter_broker_listener)
-            if address is None:
-                for tp, _, _ in partitions:
-                    results[tp] = Errors.LEADER_NOT_AVAILABLE
-                continue
-            request = broker_pb2.FetchRequest(
-                replica_id=self.broker_id, replica_epoch=self.state.broker_epoch
-            )
-            topics: dict[tuple[str, str], broker_pb2.FetchTopic] = {}
-            for tp, topic_id, leader_epoch in partitions:
-                topic = topics.get((tp.topic, topic_id))
-                if topic is None:
-                    topic = request.topics.add(topic_name=tp.topic, topic_id=topic_id)
-                    topics[(tp.topic, topic_id)] = topic
-                topic.partitions.add(
-                    partition_index=tp.partition, current_leader_epoch=leader_epoch
-                )
-            calls.append((partitions, self._stub(address).Fetch.future(request, timeout=timeout)))
-        for partitions, call in calls:
-            try:
-                response = call.result()
-            except grpc.RpcError as exc:
-                log.debug("fetch failed", broker_id=self.broker_id, error=exc.code().name)
-                for tp, _, _ in partitions:
-                    results[tp] = Errors.UNKNOWN_SERVER_ERROR
-                continue
-            if response.error_code != Errors.NONE:
-                for tp, _, _ in partitions:
-                    results[tp] = Errors.for_code(response.error_code)
-                continue
-            for topic in response.topics:
-                for p in topic.partitions:
-                    results[TopicPartition(topic.topic_name, p.partition_index)] = Errors.for_code(
-                        p.error_code
-                    )
-        self.last_results = {tp: e.name for tp, e in results.items()}
-        return results
-
-    def _stub(self, address: str) -> broker_pb2_grpc.BrokerServiceStub:
-        entry = self._channels.get(address)
-        if entry is None:
-            channel = self.config.channel_opener.open(address, options=_CHANNEL_OPTIONS)
-            entry = (channel, broker_pb2_grpc.BrokerServiceStub(channel))
-            self._channels[address] = entry
-        return entry[1]
