@@ -11,14 +11,10 @@ per broker and grouping by broker.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
 from controller.channel.sender import RequestKind
 from controller.core.model import (
-    LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
     ReplicaAssignment,
     ReplicaState,
@@ -26,12 +22,10 @@ from controller.core.model import (
 )
 from controller.zk import paths
 from controller.zk.errors import ConnectionLossError, ControllerMovedError
-from tests.harness import ControllerHarness, leadership, touches
+from tests.harness import ControllerHarness, touches
+from tests.unit.state_machines.kafka_fixture import BROKER, EPOCH, TP, lice
 
-BROKER = 5
 OTHER = 6
-EPOCH = 50
-TP = TopicPartition("t", 0)
 REPLICA = PartitionAndReplica(TP, BROKER)
 STATE_PATH = paths.partition_state_path("t", 0)
 
@@ -42,18 +36,6 @@ OfflineReplica = ReplicaState.OfflineReplica
 LAI = RequestKind.LEADER_AND_ISR
 UMR = RequestKind.UPDATE_METADATA
 SR = RequestKind.STOP_REPLICA
-
-
-@pytest.fixture
-def h() -> Iterator[ControllerHarness]:
-    harness = ControllerHarness(controller_id=BROKER)
-    harness.become_controller(epoch=EPOCH)
-    yield harness
-    harness.close()
-
-
-def lice(*args: Any, controller_epoch: int = EPOCH, **kwargs: Any) -> LeaderIsrAndControllerEpoch:
-    return leadership(*args, controller_epoch=controller_epoch, **kwargs)
 
 
 def online(h: ControllerHarness, *replicas: PartitionAndReplica) -> None:

@@ -13,9 +13,6 @@ What Kafka's suite does not cover (races, fencing, routing) is in
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
 from controller.channel.sender import RequestKind
@@ -27,7 +24,6 @@ from controller.core.election import (
 from controller.core.errors import StateChangeFailedError
 from controller.core.model import (
     LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
     LeaderRecoveryState,
     PartitionAndReplica,
     PartitionState,
@@ -37,11 +33,9 @@ from controller.core.model import (
 )
 from controller.zk import paths
 from controller.zk.errors import ConnectionLossError
-from tests.harness import ControllerHarness, leadership, touches
+from tests.harness import ControllerHarness, touches
+from tests.unit.state_machines.kafka_fixture import BROKER, EPOCH, TP, assert_untouched, lice
 
-BROKER = 5
-EPOCH = 50
-TP = TopicPartition("t", 0)
 STATE_PATH = paths.partition_state_path("t", 0)
 
 New = PartitionState.NewPartition
@@ -54,26 +48,6 @@ UMR = RequestKind.UPDATE_METADATA
 OFFLINE_STRATEGY = OfflinePartitionLeaderElectionStrategy(False)
 PREFERRED = PreferredReplicaPartitionLeaderElectionStrategy()
 CONTROLLED_SHUTDOWN = ControlledShutdownPartitionLeaderElectionStrategy()
-
-
-@pytest.fixture
-def h() -> Iterator[ControllerHarness]:
-    """Kafka's fixture: controller 5 at epoch 50, epochZkVersion 0, partition t-0."""
-    harness = ControllerHarness(controller_id=BROKER)
-    harness.become_controller(epoch=EPOCH)
-    yield harness
-    harness.close()
-
-
-def lice(*args: Any, controller_epoch: int = EPOCH, **kwargs: Any) -> LeaderIsrAndControllerEpoch:
-    """``leadership(...)`` written by us (controller epoch 50) unless told otherwise."""
-    return leadership(*args, controller_epoch=controller_epoch, **kwargs)
-
-
-def assert_untouched(h: ControllerHarness, zxid: int) -> None:
-    """No ZooKeeper write and no request since ``zxid`` was taken."""
-    assert h.zxid == zxid
-    assert h.channel.sent == []
 
 
 def assert_invalid(h: ControllerHarness, current: PartitionState, target: PartitionState) -> None:

@@ -10,9 +10,6 @@ start-up. All on the in-memory harness: real gateway, real batch, recording chan
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
 from controller.channel.sender import RequestKind
@@ -24,18 +21,15 @@ from controller.core.election import (
 from controller.core.errors import StateChangeFailedError
 from controller.core.model import (
     LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
     LeaderRecoveryState,
     PartitionState,
     TopicPartition,
 )
 from controller.zk import codecs, paths
 from controller.zk.errors import ConnectionLossError, ControllerMovedError
-from tests.harness import ControllerHarness, leadership, touches
+from tests.harness import ControllerHarness, touches
+from tests.unit.state_machines.kafka_fixture import BROKER, EPOCH, TP, assert_untouched, lice
 
-BROKER = 5
-EPOCH = 50
-TP = TopicPartition("t", 0)
 STATE_PATH = paths.partition_state_path("t", 0)
 
 New = PartitionState.NewPartition
@@ -47,23 +41,6 @@ UMR = RequestKind.UPDATE_METADATA
 OFFLINE_STRATEGY = OfflinePartitionLeaderElectionStrategy(False)
 PREFERRED = PreferredReplicaPartitionLeaderElectionStrategy()
 CONTROLLED_SHUTDOWN = ControlledShutdownPartitionLeaderElectionStrategy()
-
-
-@pytest.fixture
-def h() -> Iterator[ControllerHarness]:
-    harness = ControllerHarness(controller_id=BROKER)
-    harness.become_controller(epoch=EPOCH)
-    yield harness
-    harness.close()
-
-
-def lice(*args: Any, controller_epoch: int = EPOCH, **kwargs: Any) -> LeaderIsrAndControllerEpoch:
-    return leadership(*args, controller_epoch=controller_epoch, **kwargs)
-
-
-def assert_untouched(h: ControllerHarness, zxid: int) -> None:
-    assert h.zxid == zxid
-    assert h.channel.sent == []
 
 
 def test_election_is_retried_when_the_state_znode_changes_between_read_and_write(

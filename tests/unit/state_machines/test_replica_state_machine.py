@@ -13,24 +13,17 @@ record. What Kafka's suite does not cover is in ``test_replica_state_machine_zk.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from controller.channel.sender import RequestKind
 from controller.core.model import (
-    LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
     ReplicaAssignment,
     ReplicaState,
-    TopicPartition,
 )
-from tests.harness import ControllerHarness, leadership
+from tests.harness import ControllerHarness
+from tests.unit.state_machines.kafka_fixture import BROKER, EPOCH, TP, lice
 
-BROKER = 5
-EPOCH = 50
-TP = TopicPartition("t", 0)
 REPLICA = PartitionAndReplica(TP, BROKER)
 
 NewReplica = ReplicaState.NewReplica
@@ -44,19 +37,6 @@ NonExistentReplica = ReplicaState.NonExistentReplica
 LAI = RequestKind.LEADER_AND_ISR
 UMR = RequestKind.UPDATE_METADATA
 SR = RequestKind.STOP_REPLICA
-
-
-@pytest.fixture
-def h() -> Iterator[ControllerHarness]:
-    """Kafka's fixture: controller 5 at epoch 50, replica (t-0, 5)."""
-    harness = ControllerHarness(controller_id=BROKER)
-    harness.become_controller(epoch=EPOCH)
-    yield harness
-    harness.close()
-
-
-def lice(*args: Any, controller_epoch: int = EPOCH, **kwargs: Any) -> LeaderIsrAndControllerEpoch:
-    return leadership(*args, controller_epoch=controller_epoch, **kwargs)
 
 
 def state(h: ControllerHarness, replica: PartitionAndReplica = REPLICA) -> ReplicaState:
