@@ -16,7 +16,6 @@ Reads (``list_topics``, ``describe_topics``, ``list_brokers``) batch their znode
 
 from __future__ import annotations
 
-import posixpath
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,6 +30,7 @@ from controller.admin.assignment import (
 )
 from controller.admin.topic_configs import InvalidConfigError as InvalidConfigError  # re-exported
 from controller.admin.topic_configs import validate_topic_configs
+from controller.admin.writes import commit, missing_parents
 from controller.core.model import Broker, ReplicaAssignment, TopicAssignment, new_topic_id
 from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError, NodeExistsError, NoNodeError
@@ -180,26 +180,6 @@ def _existing_topic_path(name: str) -> str:
 # --- ZooKeeper helpers ----------------------------------------
 
 
-def _missing_parents(port: ZkPort, path: str, seen: set[str]) -> list[Op]:
-    """Create ops for the missing ancestors of ``path``, top-down (Kafka's createRecursive)."""
-    missing: list[str] = []
-    parent = posixpath.dirname(path)
-    while parent not in ("/", "") and parent not in seen and port.exists(parent) is None:
-        missing.append(parent)
-        parent = posixpath.dirname(parent)
-    seen.update(missing)
-    return [Create(p) for p in reversed(missing)]
-
-
-def _commit(port: ZkPort, ops: Sequence[Op]) -> tuple[int, Exception] | None:
-    """Run the multi; None on success, else (index, error) of the op that failed."""
-    results = port.multi(ops)
-    for i, result in enumerate(results):
-        if result.error is not None and result.error.code != "ROLLEDBACK":
-            return i, result.error
-    return None
-
-
 def _holds(port: ZkPort, path: str, data: bytes) -> bool:
     """Whether ``path`` has exactly ``data``: a write of ours that failed only on its resend.
 
@@ -347,10 +327,10 @@ def create_topic(
         ops: list[Op] = (
             [SetData(config_path, config_data, stat.version)]
             if stat is not None
-            else [*_missing_parents(port, config_path, seen), Create(config_path, config_data)]
+            else [*missing_parents(port, config_path, seen), Create(config_path, config_data)]
         )
-        ops += [*_missing_parents(port, topic_path, seen), Create(topic_path, data)]
-        failure = _commit(port, ops)
+        ops += [*missing_parents(port, topic_path, seen), Create(topic_path, data)]
+        failure = commit(port, ops)
         if failure is None:
             return TopicChange(name, topic_id, assignment, tuple(assignment), config, warnings)
         index, error = failure
@@ -430,7 +410,7 @@ def add_partitions(
     merged = dict(current.partitions)
     merged.update({p: ReplicaAssignment(r) for p, r in added.items()})
     data = _encode_checked(TopicAssignment(name, current.topic_id, merged))
-    failure = _commit(port, [SetData(paths.topic_path(name), data, version)])
+    failure = commit(port, [SetData(paths.topic_path(name), data, version)])
     if failure is not None and not _holds(port, paths.topic_path(name), data):
         raise ConcurrentModificationError(
             f"{paths.topic_path(name)} changed while partitions were being added "
@@ -450,8 +430,8 @@ def delete_topic(port: ZkPort, name: str) -> None:
     marker = paths.delete_topic_path(name)
     seen: set[str] = set()
     # Check(version -1) fails with NONODE if the topic is gone: existence and marker are atomic.
-    ops: list[Op] = [Check(topic_path, -1), *_missing_parents(port, marker, seen), Create(marker)]
-    failure = _commit(port, ops)
+    ops: list[Op] = [Check(topic_path, -1), *missing_parents(port, marker, seen), Create(marker)]
+    failure = commit(port, ops)
     if failure is None:
         return
     index, error = failure

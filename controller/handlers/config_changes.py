@@ -6,7 +6,7 @@ topic configs, and call ``KafkaController.enableTopicUncleanLeaderElection(topic
 topic's config says ``unclean.leader.election.enable=true``. This controller has no broker
 inside it, so it watches the notifications itself, the way Kafka's listener does:
 
-* admin tools (``kafka-configs.sh``, ``zk-controller topics alter``) write the config to
+* admin tools (``kafka-configs.sh``, ``zk-controller configs alter``) write the config to
   ``/config/topics/T`` and then a sequential ``/config/changes/config_change_NNNNNNNNNN`` with
   ``{"version":2,"entity_path":"topics/T"}`` (or the older
   ``{"version":1,"entity_type":"topics","entity_name":"T"}``);
@@ -27,7 +27,6 @@ stops the processing of the others.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ import structlog
 
 from controller.core.controller_state import ControllerState
 from controller.core.events import ControllerEvent, TopicUncleanLeaderElectionEnable
-from controller.zk import paths
+from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError, NoNodeError, ZkError
 from controller.zk.watches import ZNodeChildChangeHandler
 
@@ -60,36 +59,6 @@ class ConfigChangeNotification(ControllerEvent):
     # them; Idle keeps Kafka's timers meaning what they mean. The event this may queue,
     # TopicUncleanLeaderElectionEnable, is timed as in Kafka.
     state: ClassVar[ControllerState] = ControllerState.Idle
-
-
-def decode_config_change(data: bytes | None, path: str) -> tuple[str, str]:
-    """(entity type, entity name) of a notification, in either of Kafka's two formats.
-
-    ``entity_path`` ``"users/u/clients/c"`` gives ``("users", "u/clients/c")``.
-    """
-    try:
-        obj = json.loads(data or b"")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise MalformedZnodeError(path, f"invalid JSON: {exc}") from None
-    if not isinstance(obj, dict):
-        raise MalformedZnodeError(path, f"expected a JSON object, got {type(obj).__name__}")
-    version = obj.get("version")
-    if version == 2:
-        entity_path = obj.get("entity_path")
-        if not isinstance(entity_path, str) or "/" not in entity_path:
-            raise MalformedZnodeError(
-                path, f"entity_path must be '<type>/<name>', got {entity_path!r}"
-            )
-        entity_type, _, name = entity_path.partition("/")
-    elif version == 1:
-        entity_type, name = obj.get("entity_type"), obj.get("entity_name")
-        if not isinstance(entity_type, str) or not isinstance(name, str):
-            raise MalformedZnodeError(path, "version 1 needs string entity_type and entity_name")
-    else:
-        raise MalformedZnodeError(path, f"unsupported version {version!r} (expected 1 or 2)")
-    if not entity_type or not name:
-        raise MalformedZnodeError(path, "empty entity type or name")
-    return entity_type, name
 
 
 def sequence_number(name: str) -> int | None:
@@ -157,7 +126,7 @@ class ConfigChanges:
                     )
                     continue
                 try:
-                    entity_type, name = decode_config_change(result.data, result.path)
+                    entity_type, name = codecs.decode_config_change(result.data, result.path)
                 except MalformedZnodeError as exc:
                     log.warning(
                         "ignoring malformed config change notification",

@@ -25,12 +25,11 @@ from controller.core.model import PartitionState, TopicPartition
 from controller.handlers import config_changes
 from controller.handlers.config_changes import (
     ConfigChangeNotification,
-    decode_config_change,
     sequence_number,
     unclean_enabled,
 )
 from controller.handlers.elections import on_config_change
-from controller.zk import paths
+from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError
 from tests.harness import ControllerHarness
 
@@ -226,7 +225,7 @@ def test_reload_restarts_the_rebalance_when_enabled_or_retimed(h: ControllerHarn
     ],
 )
 def test_config_change_formats(data: bytes, expected: tuple[str, str]) -> None:
-    assert decode_config_change(data, "/config/changes/config_change_0000000001") == expected
+    assert codecs.decode_config_change(data, "/config/changes/config_change_0000000001") == expected
 
 
 @pytest.mark.parametrize(
@@ -234,15 +233,15 @@ def test_config_change_formats(data: bytes, expected: tuple[str, str]) -> None:
     [
         (b"{oops", "invalid JSON"),
         (b"[]", "expected a JSON object"),
-        (b'{"version":3,"entity_path":"topics/t"}', "unsupported version 3"),
-        (b'{"version":2,"entity_path":"topics"}', "entity_path must be"),
+        (b'{"version":3,"entity_path":"topics/t"}', "a supported version (one of [1, 2])"),
+        (b'{"version":2,"entity_path":"topics"}', "'entity_path': must be"),
         (b'{"version":2,"entity_path":"topics/"}', "empty entity"),
         (b'{"version":1,"entity_type":"topics"}', "entity_name"),
     ],
 )
 def test_malformed_config_changes_name_the_problem(data: bytes, problem: str) -> None:
     with pytest.raises(MalformedZnodeError) as raised:
-        decode_config_change(data, "/config/changes/config_change_0000000001")
+        codecs.decode_config_change(data, "/config/changes/config_change_0000000001")
     assert problem in str(raised.value)
     assert raised.value.path == "/config/changes/config_change_0000000001"
 

@@ -31,10 +31,12 @@ from controller.zk.codecs._json import (
 )
 from controller.zk.codecs.admin import (
     LOG_DIR_FAILURE_EVENT,
+    decode_config_change,
     decode_isr_change_notification,
     decode_log_dir_event,
     decode_preferred_replica_election,
     decode_reassignment,
+    encode_config_change,
     encode_isr_change_notification,
     encode_log_dir_event,
     encode_preferred_replica_election,
@@ -92,6 +94,7 @@ __all__ = [
     "ProducerIdBlock",
     "decode_broker",
     "decode_broker_registration",
+    "decode_config_change",
     "decode_controller",
     "decode_controller_epoch",
     "decode_controller_full",
@@ -105,6 +108,7 @@ __all__ = [
     "decode_topic_assignment",
     "decode_topic_config",
     "encode_broker_registration",
+    "encode_config_change",
     "encode_controller",
     "encode_controller_epoch",
     "encode_feature_znode",

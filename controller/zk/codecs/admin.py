@@ -1,7 +1,8 @@
 """Legacy admin requests and broker notifications (reference §1.4).
 
 ``/admin/reassign_partitions``, ``/admin/preferred_replica_election``,
-``/isr_change_notification/isr_change_N`` and ``/log_dir_event_notification/log_dir_event_N``.
+``/isr_change_notification/isr_change_N``, ``/log_dir_event_notification/log_dir_event_N``
+and ``/config/changes/config_change_N``.
 """
 
 from __future__ import annotations
@@ -119,3 +120,31 @@ def decode_log_dir_event(data: bytes | None, path: str) -> int:
     # Only LogDirFailure exists.
     int_field(obj, "event", path, LOG_DIR_FAILURE_EVENT, LOG_DIR_FAILURE_EVENT)
     return broker
+
+
+# --- /config/changes/config_change_N ---
+
+
+def encode_config_change(entity_type: str, name: str) -> bytes:
+    """Kafka's ``ConfigEntityChangeNotificationZNode`` (version 2): ``entity_path`` T/N."""
+    return dumps({"version": 2, "entity_path": f"{entity_type}/{name}"})
+
+
+def decode_config_change(data: bytes | None, path: str) -> tuple[str, str]:
+    """(entity type, entity name) of a notification, in either of Kafka's two formats.
+
+    ``entity_path`` ``"users/u/clients/c"`` gives ``("users", "u/clients/c")``.
+    """
+    obj = load(data, path)
+    if version_field(obj, path, (1, 2)) == 2:
+        entity_path = obj.get("entity_path")
+        if not isinstance(entity_path, str) or "/" not in entity_path:
+            fail(path, "entity_path", f"must be '<type>/<name>', got {entity_path!r}")
+        entity_type, _, name = entity_path.partition("/")
+    else:
+        entity_type, name = obj.get("entity_type"), obj.get("entity_name")
+        if not isinstance(entity_type, str) or not isinstance(name, str):
+            fail(path, "entity_type", "version 1 needs string entity_type and entity_name")
+    if not entity_type or not name:
+        fail(path, "entity_path", "empty entity type or name")
+    return entity_type, name
