@@ -553,6 +553,33 @@ def test_topic_config_without_unclean_does_nothing(cluster: Cluster) -> None:
     assert cluster.state("t", 0)["leader"] == -1
 
 
+def test_configs_cli_turns_unclean_on_for_one_topic_and_the_controller_elects(
+    cluster: Cluster,
+) -> None:
+    """``zk-controller configs alter``, as an operator runs it: the controller sees the
+    notification, elects t-0's only live replica, and leaves u-0 alone."""
+    offline_last_isr(cluster)
+    alter = [sys.executable, "-m", "controller", "configs", "alter", "--zookeeper",
+             cluster.connect, "--topic", "t"]  # fmt: skip
+    done = subprocess.run(
+        [*alter, "--add-config", "unclean.leader.election.enable=true"],
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, ""), done
+    state = cluster.wait_state("t", 0, leader=2, isr=[2])
+    assert state["leader_recovery_state"] == 1
+    assert cluster.state("u", 0)["leader"] == -1
+    done = subprocess.run(
+        [*alter, "--delete-config", "unclean.leader.election.enable"],
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done
+    assert json.loads(cluster.zk.get(paths.topic_config_path("t"))[0]) == {
+        "version": 1,
+        "config": {},
+    }
+
+
 def test_cluster_unclean_enabled_by_reload_elects_offline_partitions(cluster: Cluster) -> None:
     offline_last_isr(cluster)
     daemon = cluster.active_controller()

@@ -1,0 +1,195 @@
+"""Topic config overrides over ZooKeeper: Kafka's ``ConfigCommand --zookeeper --entity-type
+topics`` (kafka-configs.sh), which writes through ``AdminZkClient.changeTopicConfig``.
+
+An alter reads ``/config/topics/T``, applies the additions and deletions, and writes the result
+together with a change notification (``/config/changes/config_change_N``,
+``{"version":2,"entity_path":"topics/T"}``). The notification is what tells brokers, and this
+controller (``controller.handlers.config_changes``: a topic's unclean election turned on), to
+read the topic's config again.
+
+One deliberate difference: Kafka writes the config and the notification as two requests, and
+overwrites the config whatever happened since it read it. Here both go in one multi guarded by
+the config znode's version, so a refused alter changes nothing, and two concurrent alters of one
+topic do not lose each other's changes (the one that loses the race reads again and retries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from controller.admin.topic_configs import InvalidConfigError, validate_topic_configs
+from controller.admin.topics import (
+    ConcurrentModificationError,
+    CorruptMetadataError,
+    InvalidRequestError,
+    UnknownTopicError,
+)
+from controller.admin.writes import commit, missing_parents
+from controller.zk import codecs, paths
+from controller.zk.errors import BadVersionError, MalformedZnodeError, NodeExistsError, NoNodeError
+from controller.zk.port import Create, Op, SetData, ZkPort
+
+TOPICS = "topics"
+# A lost race (another alter of the same topic in between) is retried on a fresh read.
+_WRITE_ATTEMPTS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    """A topic's config overrides; ``error`` names the problem when its znode is unreadable."""
+
+    topic: str
+    config: dict[str, str]
+    error: str | None = None
+
+
+def parse_config_list(text: str) -> dict[str, str]:
+    """Kafka's ``--add-config`` syntax: ``k1=v1,k2=[v2a,v2b]``.
+
+    Commas inside square brackets belong to the value; the brackets are dropped, so
+    ``k2=[v2a,v2b]`` sets ``k2`` to ``v2a,v2b`` (how list configs are given).
+    """
+    entries: list[str] = []
+    depth, start = 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(depth - 1, 0)
+        elif ch == "," and depth == 0:
+            entries.append(text[start:i])
+            start = i + 1
+    entries.append(text[start:])
+    configs: dict[str, str] = {}
+    for entry in entries:
+        key, sep, value = entry.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise InvalidConfigError(
+                f"invalid config {entry.strip()!r} in {text!r}: every config to add must be "
+                "KEY=VALUE (a list value in square brackets: KEY=[V1,V2])"
+            )
+        if len(value) >= 2 and value[0] == "[" and value[-1] == "]":
+            value = value[1:-1].strip()
+        if key in configs:
+            raise InvalidConfigError(f"config {key!r} is given twice in {text!r}")
+        configs[key] = value
+    return configs
+
+
+def parse_config_names(text: str) -> list[str]:
+    """Kafka's ``--delete-config`` syntax: ``k1,k2``."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise InvalidConfigError(
+            f"invalid --delete-config {text!r}: expected config names separated by commas"
+        )
+    return list(dict.fromkeys(names))
+
+
+def _topic_path(topic: str) -> str:
+    try:
+        return paths.topic_path(topic)
+    except ValueError as exc:  # not a znode name at all
+        raise InvalidRequestError(str(exc)) from None
+
+
+def _read_config(port: ZkPort, topic: str) -> tuple[dict[str, str], int | None]:
+    """The topic's overrides and the config znode's version (None: no znode yet)."""
+    path = paths.topic_config_path(topic)
+    try:
+        data, stat = port.get(path)
+    except NoNodeError:
+        return {}, None
+    try:
+        return codecs.decode_topic_config(data, path), stat.version
+    except MalformedZnodeError as exc:
+        raise CorruptMetadataError(
+            f"{exc}; the config of topic '{topic}' cannot be altered until that znode is "
+            "fixed or removed"
+        ) from None
+
+
+def describe_topic_configs(port: ZkPort, topics: Sequence[str] | None = None) -> list[TopicConfig]:
+    """The overrides of ``topics`` (each must exist), or of every topic with a config znode."""
+    if topics:
+        names = list(dict.fromkeys(topics))
+        for topic in names:
+            config_path = paths.topic_config_path(topic)
+            if port.exists(_topic_path(topic)) is None and port.exists(config_path) is None:
+                raise UnknownTopicError(f"topic '{topic}' does not exist")
+    else:
+        try:
+            names = sorted(port.get_children(paths.CONFIG_TOPICS))
+        except NoNodeError:
+            names = []
+    out: list[TopicConfig] = []
+    reads = port.get_many([paths.topic_config_path(t) for t in names])
+    for topic, read in zip(names, reads, strict=True):
+        if isinstance(read.error, NoNodeError):
+            out.append(TopicConfig(topic, {}))
+        elif read.error is not None:
+            out.append(TopicConfig(topic, {}, f"{read.path}: {read.error}"))
+        else:
+            try:
+                out.append(TopicConfig(topic, codecs.decode_topic_config(read.data, read.path)))
+            except MalformedZnodeError as exc:
+                out.append(TopicConfig(topic, {}, str(exc)))
+    return out
+
+
+def alter_topic_config(
+    port: ZkPort,
+    topic: str,
+    add: Mapping[str, str] | None = None,
+    delete: Sequence[str] = (),
+) -> dict[str, str]:
+    """Kafka's ``changeTopicConfig``: set ``add``, remove ``delete``; return the new overrides.
+
+    Refused, with nothing written: an unknown topic, an unknown config name or a value Kafka
+    would refuse (``InvalidConfigError``), deleting a config the topic does not set, a name
+    both added and deleted, nothing to change, an unreadable config znode.
+    """
+    add = dict(add or {})
+    delete = list(dict.fromkeys(delete))
+    if not add and not delete:
+        raise InvalidRequestError("nothing to change: give configs to add or to delete")
+    both = sorted(set(add) & set(delete))
+    if both:
+        raise InvalidRequestError(f"config(s) both added and deleted: {', '.join(both)}")
+    validate_topic_configs(add)
+    if port.exists(_topic_path(topic)) is None:
+        raise UnknownTopicError(f"topic '{topic}' does not exist")
+    config_path = paths.topic_config_path(topic)
+    notification = Create(
+        paths.CONFIG_CHANGE_CREATE_PATH, codecs.encode_config_change(TOPICS, topic), sequential=True
+    )
+    for _ in range(_WRITE_ATTEMPTS):
+        current, version = _read_config(port, topic)
+        not_set = [name for name in delete if name not in current]
+        if not_set:
+            raise InvalidConfigError(
+                f"cannot delete config(s) that topic '{topic}' does not set: {', '.join(not_set)}"
+            )
+        new = {k: v for k, v in current.items() if k not in delete} | add
+        data = codecs.encode_topic_config(new)
+        seen: set[str] = set()
+        ops: list[Op] = (
+            [*missing_parents(port, config_path, seen), Create(config_path, data)]
+            if version is None
+            else [SetData(config_path, data, version)]
+        )
+        ops += [*missing_parents(port, notification.path, seen), notification]
+        failure = commit(port, ops)
+        if failure is None:
+            return new
+        _, error = failure
+        if not isinstance(error, BadVersionError | NodeExistsError | NoNodeError):
+            raise error
+        # The config znode changed (or appeared, or went) since it was read: read again.
+    raise ConcurrentModificationError(
+        f"could not alter the config of topic '{topic}': its config znode kept changing; "
+        "nothing was written"
+    )
+

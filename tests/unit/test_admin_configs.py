@@ -1,0 +1,205 @@
+"""Topic config alters (``controller.admin.configs``) on the in-memory ZooKeeper: the parsing of
+kafka-configs.sh's arguments, the merge, the refusals, and the retry of a lost race. The same
+operations against a real ZooKeeper and through the CLI are in
+``tests/integration/test_configs_admin.py``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from controller.admin import configs
+from controller.admin.topic_configs import InvalidConfigError
+from controller.admin.topics import (
+    ConcurrentModificationError,
+    CorruptMetadataError,
+    InvalidRequestError,
+    UnknownTopicError,
+)
+from controller.zk import codecs, paths
+from controller.zk.memory import MemoryZooKeeper
+from controller.zk.memory_session import MemoryZkSession
+from controller.zk.port import Op, OpResult
+
+CONFIG = paths.topic_config_path("t")
+
+
+def zk_with_topic(config: dict[str, str] | None = None) -> MemoryZkSession:
+    zk = MemoryZooKeeper().open_session()
+    zk.ensure_path(paths.BROKERS_TOPICS)
+    zk.create(paths.topic_path("t"), b'{"version":3,"partitions":{"0":[1]},"topic_id":null}')
+    if config is not None:
+        zk.ensure_path(paths.CONFIG_TOPICS)
+        zk.create(CONFIG, codecs.encode_topic_config(config))
+    return zk
+
+
+def notifications(zk: MemoryZkSession) -> list[bytes]:
+    if zk.exists(paths.CONFIG_CHANGES) is None:
+        return []
+    names = sorted(zk.get_children(paths.CONFIG_CHANGES))
+    return [zk.get(f"{paths.CONFIG_CHANGES}/{n}")[0] for n in names]
+
+
+def stored(zk: MemoryZkSession) -> dict[str, str]:
+    return codecs.decode_topic_config(zk.get(CONFIG)[0], CONFIG)
+
+
+# -- argument syntax -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("retention.ms=1000", {"retention.ms": "1000"}),
+        (" a = 1 , b=2", {"a": "1", "b": "2"}),
+        ("cleanup.policy=[compact,delete],x=1", {"cleanup.policy": "compact,delete", "x": "1"}),
+        ("k=a=b", {"k": "a=b"}),
+        ("k=", {"k": ""}),
+    ],
+)
+def test_add_config_syntax(text: str, expected: dict[str, str]) -> None:
+    assert configs.parse_config_list(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("retention.ms", "KEY=VALUE"),
+        ("a=1,,b=2", "KEY=VALUE"),
+        ("=1", "KEY=VALUE"),
+        ("a=1,a=2", "given twice"),
+    ],
+)
+def test_bad_add_config_names_the_entry(text: str, problem: str) -> None:
+    with pytest.raises(InvalidConfigError, match=problem):
+        configs.parse_config_list(text)
+
+
+def test_delete_config_syntax() -> None:
+    assert configs.parse_config_names("a, b,a") == ["a", "b"]
+    with pytest.raises(InvalidConfigError, match="names separated by commas"):
+        configs.parse_config_names("a,,b")
+
+
+def test_the_notification_is_kafkas_version_2_format() -> None:
+    data = codecs.encode_config_change("topics", "orders")
+    assert data == b'{"version":2,"entity_path":"topics/orders"}'
+    assert codecs.decode_config_change(data, "/config/changes/config_change_0000000000") == (
+        "topics",
+        "orders",
+    )
+
+
+# -- alters ----------------------------------------------------------------------------------
+
+
+def test_alter_creates_the_config_and_one_notification() -> None:
+    zk = zk_with_topic()
+    new = configs.alter_topic_config(zk, "t", {"unclean.leader.election.enable": "true"})
+    assert new == {"unclean.leader.election.enable": "true"}
+    assert zk.get(CONFIG)[0] == b'{"version":1,"config":{"unclean.leader.election.enable":"true"}}'
+    assert notifications(zk) == [b'{"version":2,"entity_path":"topics/t"}']
+
+
+def test_alter_merges_additions_and_deletions_into_the_existing_overrides() -> None:
+    zk = zk_with_topic({"retention.ms": "1000", "cleanup.policy": "compact"})
+    new = configs.alter_topic_config(
+        zk, "t", {"retention.ms": "2000", "max.message.bytes": "1048576"}, ["cleanup.policy"]
+    )
+    assert new == stored(zk) == {"retention.ms": "2000", "max.message.bytes": "1048576"}
+    configs.alter_topic_config(zk, "t", delete=["retention.ms", "max.message.bytes"])
+    assert stored(zk) == {}  # the znode stays, empty, as Kafka leaves it
+    assert len(notifications(zk)) == 2
+
+
+@pytest.mark.parametrize(
+    ("add", "delete", "error", "problem"),
+    [
+        ({}, [], InvalidRequestError, "nothing to change"),
+        ({"retention.ms": "1"}, ["retention.ms"], InvalidRequestError, "both added and deleted"),
+        ({"no.such.config": "1"}, [], InvalidConfigError, "unknown topic config name"),
+        ({"retention.ms": "soon"}, [], InvalidConfigError, "retention.ms"),
+        ({"unclean.leader.election.enable": "yes"}, [], InvalidConfigError, "unclean"),
+        ({}, ["segment.ms"], InvalidConfigError, "does not set: segment.ms"),
+    ],
+)
+def test_refused_alters_write_nothing(
+    add: dict[str, str], delete: Sequence[str], error: type[Exception], problem: str
+) -> None:
+    zk = zk_with_topic({"retention.ms": "1000"})
+    before = zk.get(CONFIG)
+    with pytest.raises(error, match=problem):
+        configs.alter_topic_config(zk, "t", add, delete)
+    assert zk.get(CONFIG) == before
+    assert notifications(zk) == []
+
+
+def test_an_unknown_topic_is_refused() -> None:
+    zk = zk_with_topic()
+    with pytest.raises(UnknownTopicError, match="topic 'other' does not exist"):
+        configs.alter_topic_config(zk, "other", {"retention.ms": "1"})
+    with pytest.raises(UnknownTopicError, match="topic 'other' does not exist"):
+        configs.describe_topic_configs(zk, ["other"])
+    assert zk.exists(paths.topic_config_path("other")) is None
+
+
+def test_an_unreadable_config_is_not_overwritten() -> None:
+    zk = zk_with_topic()
+    zk.ensure_path(paths.CONFIG_TOPICS)
+    zk.create(CONFIG, b'{"version":1,"config":{"retention.ms":1000}}')
+    with pytest.raises(CorruptMetadataError, match=r"config\.retention\.ms.*fixed or removed"):
+        configs.alter_topic_config(zk, "t", {"segment.ms": "1000"})
+    assert zk.get(CONFIG)[0] == b'{"version":1,"config":{"retention.ms":1000}}'
+    [described] = configs.describe_topic_configs(zk, ["t"])
+    assert described.error is not None and "retention.ms" in described.error
+
+
+class RacingPort:
+    """A session on which another admin alters the config between our read and our write,
+    ``races`` times."""
+
+    def __init__(self, session: MemoryZkSession, races: int) -> None:
+        self.session = session
+        self.races = races
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.session, name)
+
+    def multi(self, ops: Sequence[Op]) -> list[OpResult]:
+        if self.races > 0 and any(getattr(op, "path", None) == CONFIG for op in ops):
+            self.races -= 1
+            current = json.loads(self.session.get(CONFIG)[0])["config"]
+            current["segment.ms"] = str(1000 + self.races)
+            self.session.set(CONFIG, codecs.encode_topic_config(current))
+        return self.session.multi(ops)
+
+
+def make_racing(races: int) -> RacingPort:
+    return RacingPort(zk_with_topic({"retention.ms": "1000"}), races)
+
+
+def test_a_lost_race_is_retried_without_losing_the_other_change() -> None:
+    zk = make_racing(races=2)
+    new = configs.alter_topic_config(zk, "t", {"retention.ms": "5"})  # type: ignore[arg-type]
+    assert zk.races == 0
+    assert new == stored(zk.session) == {"retention.ms": "5", "segment.ms": "1000"}
+    assert notifications(zk.session) == [b'{"version":2,"entity_path":"topics/t"}']
+
+
+def test_an_endless_race_gives_up_and_writes_nothing_of_ours() -> None:
+    zk = make_racing(races=100)
+    with pytest.raises(ConcurrentModificationError, match="nothing was written"):
+        configs.alter_topic_config(zk, "t", {"retention.ms": "5"})  # type: ignore[arg-type]
+    assert stored(zk.session)["retention.ms"] == "1000"
+    assert notifications(zk.session) == []
+
+
+def test_describe_lists_every_topic_with_overrides() -> None:
+    zk = zk_with_topic({"retention.ms": "1000"})
+    assert configs.describe_topic_configs(zk) == [
+        configs.TopicConfig("t", {"retention.ms": "1000"})
+    ]
+    assert configs.describe_topic_configs(MemoryZooKeeper().open_session()) == []
