@@ -17,6 +17,8 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any
 
+from controller.admin.assignment import AdminError
+from controller.admin.configs import alter_topic_config
 from controller.core.events import (
     AlterPartitionReceived,
     ApiPartitionReassignment,
@@ -45,6 +47,7 @@ WEIGHTS: dict[str, int] = {
     "reassign": 4,
     "cancel_reassignment": 1,
     "elect": 3,
+    "alter_topic_config": 2,
     "alter_isr": 6,
     "controlled_shutdown": 3,
     "crash_broker": 3,
@@ -178,6 +181,9 @@ class Operations:
     ) -> None:
         kind = "unclean" if unclean else "preferred"
         self.log(f"admin asks a {kind} election of {[str(tp) for tp in partitions]}")
+        if unclean:
+            for tp in partitions:
+                self.observer.on_unclean_request(tp.topic, tp.partition)
         if via_zk and not unclean:
             if self.zk.read(paths.PREFERRED_REPLICA_ELECTION) is None:
                 data = codecs.encode_preferred_replica_election(partitions)
@@ -190,6 +196,16 @@ class Operations:
                 trigger=ElectionTrigger.ADMIN_CLIENT_TRIGGERED,
             )
         )
+
+    def op_alter_topic_config(self: World, topic: str, unclean: bool) -> None:
+        """kafka-configs.sh: the topic's unclean.leader.election.enable, with the production
+        admin code (config znode and ``/config/changes`` notification)."""
+        value = "true" if unclean else "false"
+        self.log(f"admin sets unclean.leader.election.enable={value} on {topic}")
+        try:
+            alter_topic_config(self.admin, topic, {"unclean.leader.election.enable": value})
+        except AdminError as exc:  # e.g. the topic is gone: the tool refuses, nothing changes
+            self.log(f"  refused: {exc}")
 
     # -- malformed input ---------------------------------------------------------------------
 
@@ -441,7 +457,7 @@ def random_op(world: World) -> tuple[str, dict[str, Any]]:
         for t in topics
         for p in sorted((world._topic_assignment(t) or TopicAssignment(t, None, {})).partitions)
     ]
-    if name in ("add_partitions", "delete_topic") and not topics:
+    if name in ("add_partitions", "delete_topic", "alter_topic_config") and not topics:
         name = "create_topic"
     if name in ("reassign", "cancel_reassignment", "elect", "alter_isr") and not partitions:
         name = "create_topic"
@@ -451,6 +467,8 @@ def random_op(world: World) -> tuple[str, dict[str, Any]]:
         return name, {"topic": rng.choice(topics), "count": rng.randint(1, 2)}
     if name == "delete_topic":
         return name, {"topic": rng.choice(topics)}
+    if name == "alter_topic_config":
+        return name, {"topic": rng.choice(topics), "unclean": rng.random() < 0.5}
     if name in ("reassign", "cancel_reassignment"):
         tp = rng.choice(partitions)
         args: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition}

@@ -116,7 +116,8 @@ class World(Operations):
         self.steps = 0
         self.trace: deque[str] = deque(maxlen=self.config.trace_limit)
         self._digest = hashlib.sha256()
-        self.observer = Observer(self.log)
+        unclean = self.config.flags.get("unclean.leader.election.enable", "")
+        self.observer = Observer(self.log, unclean_default=unclean.strip().lower() == "true")
         self._outbox: dict[int, deque[Action]] = {}
         self._session_keys = itertools.count(1)
         self.zk = ObservedZooKeeper(dispatcher=self._dispatch, on_commit=self.observer.on_commit)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import pytest
 
 from controller.channel.batch import ControllerBrokerRequestBatch
+from controller.core.partition_state_machine import PartitionStateMachine
 from controller.sim.runner import run_schedule
 from controller.zk import fenced, paths
 from controller.zk.port import Check, Op
@@ -53,3 +54,15 @@ def test_a_lost_leader_and_isr_leaves_brokers_behind(monkeypatch: pytest.MonkeyP
         every_fifth_dropped,
     )
     assert caught("sim-brokers-converged", range(0, 20)) is not None
+
+
+def test_unclean_elections_without_permission_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A controller that ignores the cluster setting and the topic configs, and elects a
+    leader outside the ISR whenever one is alive, risks data loss nobody allowed."""
+
+    def always_unclean(self, current, allow_unclean, failed):  # type: ignore[no-untyped-def]
+        online = self._ctx.is_replica_online
+        return {tp: not any(online(r, tp) for r in lai.isr) for tp, lai in current.items()}
+
+    monkeypatch.setattr(PartitionStateMachine, "_unclean_permissions", always_unclean)
+    assert caught("sim-unclean-election-not-allowed") is not None

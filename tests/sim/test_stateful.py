@@ -99,6 +99,12 @@ class SimulatedCluster(RuleBasedStateMachine):
         if tp is not None:
             self.w.op_elect([tp], unclean, via_zk)
 
+    @rule(index=st.integers(0, 20), unclean=st.booleans())
+    def alter_topic_config(self, index: int, unclean: bool) -> None:
+        topic = self._topic(index)
+        if topic is not None:
+            self.w.op_alter_topic_config(topic, unclean)
+
     # -- brokers -----------------------------------------------------------------------------
 
     @rule(index=st.integers(0, 50), broker=brokers, member=brokers, expand=st.booleans())
