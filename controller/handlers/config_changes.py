@@ -36,6 +36,7 @@ import structlog
 
 from controller.core.controller_state import ControllerState
 from controller.core.events import ControllerEvent, TopicUncleanLeaderElectionEnable
+from controller.core.partition_state_machine import UNCLEAN_CONFIG
 from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError, NoNodeError, ZkError
 from controller.zk.watches import ZNodeChildChangeHandler
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("controller.config_changes")
 
-UNCLEAN_CONFIG = "unclean.leader.election.enable"
 #: Kafka's ``ZkNodeChangeNotificationListener.changeExpirationMs`` (15 minutes).
 CHANGE_EXPIRATION_S = 15 * 60.0
 TOPICS_ENTITY = "topics"

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 
 from controller import invariants as inv
+from controller.core.partition_state_machine import UNCLEAN_CONFIG
 from controller.sim.zk import Change
 from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError
@@ -26,7 +27,6 @@ from controller.zk.errors import MalformedZnodeError
 UNFENCED_WRITE = "sim-unfenced-write"
 #: Simulation-only: an unclean election (possible data loss) that nothing allowed.
 UNALLOWED_UNCLEAN = "sim-unclean-election-not-allowed"
-UNCLEAN_CONFIG = "unclean.leader.election.enable"
 
 _STATE = re.compile(r"/brokers/topics/([^/]+)/partitions/([0-9]+)/state")
 _TOPIC = re.compile(r"/brokers/topics/([^/]+)")

@@ -28,6 +28,7 @@ from controller.core.events import (
     ReplicaLeaderElection,
 )
 from controller.core.model import ReplicaAssignment, TopicAssignment, TopicPartition
+from controller.core.partition_state_machine import UNCLEAN_CONFIG
 from controller.invariants import AssignmentRequest
 from controller.sim.brokers import registration
 from controller.zk import codecs, paths
@@ -203,7 +204,7 @@ class Operations:
         value = "true" if unclean else "false"
         self.log(f"admin sets unclean.leader.election.enable={value} on {topic}")
         try:
-            alter_topic_config(self.admin, topic, {"unclean.leader.election.enable": value})
+            alter_topic_config(self.admin, topic, {UNCLEAN_CONFIG: value})
         except AdminError as exc:  # e.g. the topic is gone: the tool refuses, nothing changes
             self.log(f"  refused: {exc}")
 

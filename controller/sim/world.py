@@ -44,6 +44,7 @@ from controller.config import ControllerConfig, load_config
 from controller.core.controller import Controller
 from controller.core.events import ShutdownEventThread
 from controller.core.model import TopicPartition
+from controller.core.partition_state_machine import UNCLEAN_CONFIG
 from controller.invariants import PartitionView, Violation, leaderless_partitions
 from controller.sim.brokers import SimBroker
 from controller.sim.channel import SimChannel, SimTimers
@@ -116,7 +117,7 @@ class World(Operations):
         self.steps = 0
         self.trace: deque[str] = deque(maxlen=self.config.trace_limit)
         self._digest = hashlib.sha256()
-        unclean = self.config.flags.get("unclean.leader.election.enable", "")
+        unclean = self.config.flags.get(UNCLEAN_CONFIG, "")
         self.observer = Observer(self.log, unclean_default=unclean.strip().lower() == "true")
         self._outbox: dict[int, deque[Action]] = {}
         self._session_keys = itertools.count(1)
