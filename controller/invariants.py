@@ -19,6 +19,11 @@ The invariants (each ``Violation.invariant`` is one of these names):
 ``leader-outside-isr``
     A partition state names a leader that is not in its ISR, and no unclean election was
     recorded for that partition at that leader epoch.
+``unclean-election-not-allowed``
+    A controller made an unclean election (a leader outside the ISR: possible data loss) that
+    nothing allowed: not the cluster's ``unclean.leader.election.enable``, not the topic's
+    config (as committed at any earlier time: a controller may act on a read made just before
+    an operator turned it off again), not an admin's request for that partition.
 ``stale-controller-accepted``
     A broker accepted a controller request whose controller epoch is lower than one it had
     already accepted (in the same broker process), or whose broker epoch is older than the
@@ -49,6 +54,7 @@ SINGLE_WRITER = "single-writer-per-epoch"
 CONTROLLER_EPOCH_REGRESSED = "controller-epoch-regressed"
 LEADER_EPOCH_REGRESSED = "leader-epoch-regressed"
 LEADER_OUTSIDE_ISR = "leader-outside-isr"
+UNCLEAN_NOT_ALLOWED = "unclean-election-not-allowed"
 STALE_CONTROLLER_ACCEPTED = "stale-controller-accepted"
 ASSIGNMENT_CHANGED = "assignment-changed"
 LEADERLESS = "leaderless"
@@ -58,6 +64,7 @@ ALL_INVARIANTS = (
     CONTROLLER_EPOCH_REGRESSED,
     LEADER_EPOCH_REGRESSED,
     LEADER_OUTSIDE_ISR,
+    UNCLEAN_NOT_ALLOWED,
     STALE_CONTROLLER_ACCEPTED,
     ASSIGNMENT_CHANGED,
     LEADERLESS,
@@ -198,8 +205,12 @@ class Checker:
     outside its ISR may be explained by an unclean election recorded right after the write).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, unclean_default: bool = False) -> None:
+        """``unclean_default``: the controllers' ``unclean.leader.election.enable``."""
         self._found: list[Violation] = []
+        self.unclean_default = unclean_default
+        self._unclean_topics: set[str] = set()  # topics whose config has allowed it
+        self._unclean_requested: set[Tp] = set()  # partitions an admin asked it of
         self._epoch_owner: dict[int, int] = {}
         self._states: dict[Tp, StateWrite] = {}
         self._outside_isr: list[StateWrite] = []
@@ -274,8 +285,27 @@ class Checker:
     def observe_state_deleted(self, topic: str, partition: int) -> None:
         self._states.pop((topic, partition), None)
 
+    def observe_unclean_permission(self, topic: str, partition: int | None = None) -> None:
+        """The topic's config now allows unclean elections (``partition`` None), or an admin
+        asks an unclean election of ``partition``. Observe it before it takes effect."""
+        if partition is None:
+            self._unclean_topics.add(topic)
+        else:
+            self._unclean_requested.add((topic, partition))
+
     def observe_unclean_election(self, election: UncleanElection) -> None:
         self._unclean.add((election.topic, election.partition, election.leader_epoch))
+        if not (
+            self.unclean_default
+            or election.topic in self._unclean_topics
+            or (election.topic, election.partition) in self._unclean_requested
+        ):
+            self._flag(
+                UNCLEAN_NOT_ALLOWED,
+                f"{election.topic}-{election.partition} got an unclean leader at leader epoch "
+                f"{election.leader_epoch}, but neither the cluster setting, the topic's config "
+                "nor an admin request allowed unclean elections",
+            )
 
     # -- brokers ---------------------------------------------------------------------------
 
@@ -465,7 +495,9 @@ def check_controller_writes(writes: Iterable[ControllerWrite]) -> list[Violation
 def check_state_writes(
     writes: Iterable[StateWrite], unclean: Iterable[UncleanElection] = ()
 ) -> list[Violation]:
-    checker = Checker()
+    """``unclean`` only explains leaders outside the ISR here; whether each unclean election
+    was allowed is ``Checker.observe_unclean_election``'s business, with the permissions."""
+    checker = Checker(unclean_default=True)
     for w in writes:
         checker.observe_state_write(w)
     for u in unclean:
@@ -502,6 +534,7 @@ __all__ = [
     "LEADER_OUTSIDE_ISR",
     "SINGLE_WRITER",
     "STALE_CONTROLLER_ACCEPTED",
+    "UNCLEAN_NOT_ALLOWED",
     "AssignmentRequest",
     "BrokerRequest",
     "Checker",

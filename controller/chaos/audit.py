@@ -74,7 +74,9 @@ class _Audit:
     def __init__(self, chroot: str, unclean: Iterable[inv.UncleanElection]) -> None:
         self.chroot = chroot.rstrip("/")
         self.result = AuditResult()
-        self.checker = inv.Checker()
+        # Unclean elections only explain leaders outside the ISR here: whether each was
+        # allowed is judged live (LiveChecker), where the workload's permissions are known.
+        self.checker = inv.Checker(unclean_default=True)
         for election in unclean:
             self.checker.observe_unclean_election(election)
         self.sessions: dict[int, int] = {}  # session -> controller id

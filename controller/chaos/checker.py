@@ -15,6 +15,9 @@ deterministic simulator); this module decides how each fact is learnt from a rea
   E's registration and before E+1's.
 * **Stale controller accepted** (``BrokerRequest``): every request a broker logged as applied
   or rejected, per broker process.
+* **Unclean elections** (``UncleanElection``): each ``offline_unclean`` line of a controller's
+  state-change log; the workload allows them per topic (its config) before it does so, and the
+  controllers run with ``unclean.leader.election.enable`` off, so any other one is a violation.
 * **Leaderless**: a partition counts as led only when its leader is registered *and* the
   leader broker's Describe says it leads it at (at least) that leader epoch; deadlines run from
   the end of the last fault.
@@ -156,6 +159,11 @@ class LiveChecker:
             self._checker.observe_request(request)
             if request.kind == "delete":
                 self._deleting.add(request.topic)
+
+    def allow_unclean(self, topic: str) -> None:
+        """The workload is about to turn ``unclean.leader.election.enable`` on for ``topic``."""
+        with self._lock:
+            self._checker.observe_unclean_permission(topic)
 
     # -- faults (the runner) -------------------------------------------------------------------
 

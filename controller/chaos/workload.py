@@ -1,11 +1,13 @@
-"""The admin workload: a steady stream of topic creations and deletions, reassignments and
-preferred elections, through the same library calls and RPCs the CLI uses.
+"""The admin workload: a steady stream of topic creations and deletions, reassignments,
+preferred elections and topic configs turning unclean elections on or off, through the same
+library calls and RPCs the CLI uses.
 
 The sequence of operations is a function of the seed alone: each decision depends on the
 random generator and on the workload's own ledger of what it asked for, never on what the
 cluster answered (an answer can be lost in a failover; the request still counts). Every
 request is recorded with the checker *before* it is sent, so that any assignment the cluster
-shows can be explained by a request.
+shows can be explained by a request, and every unclean election by a topic config that
+allowed it.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from dataclasses import dataclass, field
 
 import structlog
 
+from controller.admin.configs import alter_topic_config
 from controller.admin.controller_client import ControllerClient, NoActiveControllerError
 from controller.admin.topics import create_topic, delete_topic
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2, common_pb2
 from controller.chaos.checker import LiveChecker
+from controller.core.partition_state_machine import UNCLEAN_CONFIG
 from controller.invariants import AssignmentRequest
 from controller.zk.kazoo_port import KazooPort
 
@@ -43,10 +47,11 @@ class WorkloadSettings:
 
 @dataclass(frozen=True)
 class Operation:
-    kind: str  # create | delete | reassign | elect
+    kind: str  # create | delete | reassign | elect | unclean
     topic: str = ""
     assignment: dict[int, tuple[int, ...]] = field(default_factory=dict)
     partitions: tuple[tuple[str, int], ...] = ()
+    enable: bool = False  # unclean: the topic's unclean.leader.election.enable
 
     def describe(self) -> str:
         if self.kind == "create":
@@ -55,13 +60,15 @@ class Operation:
             return f"delete {self.topic}"
         if self.kind == "reassign":
             return f"reassign {self.topic} {self.assignment}"
+        if self.kind == "unclean":
+            return f"{UNCLEAN_CONFIG}={str(self.enable).lower()} on {self.topic}"
         return f"elect preferred {list(self.partitions)}"
 
 
 class Planner:
     """Decides the next operation (pure: seed + own ledger)."""
 
-    WEIGHTS = (("create", 25), ("delete", 15), ("reassign", 35), ("elect", 25))
+    WEIGHTS = (("create", 25), ("delete", 15), ("reassign", 35), ("elect", 25), ("unclean", 8))
 
     def __init__(self, seed: int, brokers: Sequence[int], settings: WorkloadSettings) -> None:
         self.rng = random.Random(f"workload-{seed}")
@@ -99,6 +106,8 @@ class Planner:
             target = tuple(rng.sample(self.brokers, len(current[partition])))
             current[partition] = target
             return Operation("reassign", topic, {partition: target})
+        if kind == "unclean":
+            return Operation("unclean", rng.choice(topics), enable=rng.random() < 0.5)
         chosen = {
             (t, rng.choice(sorted(self.alive[t]))) for t in rng.sample(topics, min(3, len(topics)))
         }
@@ -174,6 +183,11 @@ class Workload:
                 timeout_ms=int(RPC_TIMEOUT_S * 1000),
             )
             return self._answer(self._admin("AlterPartitionReassignments", request))
+        if op.kind == "unclean":
+            if op.enable:
+                self.checker.allow_unclean(op.topic)
+            alter_topic_config(self.port, op.topic, {UNCLEAN_CONFIG: str(op.enable).lower()})
+            return "ok"
         request = admin_pb2.ElectLeadersRequest(
             election_type=admin_pb2.ELECTION_TYPE_PREFERRED,
             partitions=[common_pb2.TopicPartition(topic=t, partition=p) for t, p in op.partitions],

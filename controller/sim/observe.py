@@ -4,9 +4,8 @@ The ``Observer`` owns a ``controller.invariants.Checker`` and feeds it: every co
 version of a partition state or topic znode (from ``ObservedZooKeeper``), every fenced write a
 controller got accepted (with ``/controller_epoch`` as it was at commit), every unclean
 election, every controller request a broker handled, and every request somebody made to
-create, change or delete a topic. It also checks, itself, that every unclean election was
-allowed: by the cluster's setting, by the topic's config (as committed to ZooKeeper at any time
-before) or by an admin's request for that partition. The end-of-run checks
+create, change or delete a topic, and what allowed unclean elections (the cluster setting, a
+topic config committed to ZooKeeper, an admin's request). The end-of-run checks
 (``final_violations``) add liveness and three simulation-only checks on the quiet cluster (see
 ``controller.sim.world``).
 """
@@ -25,8 +24,6 @@ from controller.zk.errors import MalformedZnodeError
 
 #: Simulation-only: a controller write that bypassed the epoch fencing (reference §1.5).
 UNFENCED_WRITE = "sim-unfenced-write"
-#: Simulation-only: an unclean election (possible data loss) that nothing allowed.
-UNALLOWED_UNCLEAN = "sim-unclean-election-not-allowed"
 
 _STATE = re.compile(r"/brokers/topics/([^/]+)/partitions/([0-9]+)/state")
 _TOPIC = re.compile(r"/brokers/topics/([^/]+)")
@@ -38,7 +35,7 @@ class Observer:
         self, log: Callable[[str], None] | None = None, *, unclean_default: bool = False
     ) -> None:
         """``unclean_default``: the controllers' ``unclean.leader.election.enable``."""
-        self.checker = inv.Checker()
+        self.checker = inv.Checker(unclean_default=unclean_default)
         self._log = log
         self.epoch_now = 0  # /controller_epoch's current value, kept up to date from commits
         self.state_writes = 0
@@ -47,13 +44,6 @@ class Observer:
         # a replica that was being added alone in the ISR (Kafka's behaviour).
         self.retargeted: set[tuple[str, int]] = set()
         self.unfenced: list[inv.Violation] = []
-        self.unclean_default = unclean_default
-        # Topics whose committed config has allowed unclean elections at some point (a
-        # controller may act on a read made just before the setting was turned off again), and
-        # partitions an admin asked an unclean election of.
-        self._unclean_topics: set[str] = set()
-        self._unclean_requested: set[tuple[str, int]] = set()
-        self.unallowed_unclean: list[inv.Violation] = []
         self._reassigning: set[tuple[str, int]] = set()  # per the last topic znode version
 
     # -- ZooKeeper ---------------------------------------------------------------------------
@@ -115,7 +105,7 @@ class Observer:
         except MalformedZnodeError:
             return  # a controller reading it refuses the unclean election: nothing allowed
         if config.get(UNCLEAN_CONFIG, "").strip().lower() == "true":
-            self._unclean_topics.add(topic)
+            self.checker.observe_unclean_permission(topic)
 
     def _topic(self, topic: str, data: bytes | None, path: str) -> None:
         if data is None:
@@ -182,23 +172,10 @@ class Observer:
 
     def on_unclean_request(self, topic: str, partition: int) -> None:
         """An admin asks an unclean election of this partition (before the request is sent)."""
-        self._unclean_requested.add((topic, partition))
+        self.checker.observe_unclean_permission(topic, partition)
 
     def on_unclean_election(self, topic: str, partition: int, leader_epoch: int) -> None:
         self.checker.observe_unclean_election(inv.UncleanElection(topic, partition, leader_epoch))
-        if not (
-            self.unclean_default
-            or topic in self._unclean_topics
-            or (topic, partition) in self._unclean_requested
-        ):
-            self.unallowed_unclean.append(
-                inv.Violation(
-                    UNALLOWED_UNCLEAN,
-                    f"{topic}-{partition} got an unclean leader at leader epoch {leader_epoch}, "
-                    "but neither the cluster setting, the topic's config nor an admin request "
-                    "allowed unclean elections",
-                )
-            )
 
     def on_broker_request(self, request: inv.BrokerRequest) -> None:
         self.checker.observe_broker_request(request)
@@ -213,11 +190,11 @@ class Observer:
     # -- results -----------------------------------------------------------------------------
 
     def violations(self) -> list[inv.Violation]:
-        return self.checker.violations() + self.unfenced + self.unallowed_unclean
+        return self.checker.violations() + self.unfenced
 
     def found_any(self) -> bool:
         """Cheap test, after each step, for violations found so far (pending checks aside)."""
-        return self.checker.flagged > 0 or bool(self.unfenced or self.unallowed_unclean)
+        return self.checker.flagged > 0 or bool(self.unfenced)
 
 
 __all__ = ["Observer"]

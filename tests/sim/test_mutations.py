@@ -65,4 +65,4 @@ def test_unclean_elections_without_permission_are_caught(monkeypatch: pytest.Mon
         return {tp: not any(online(r, tp) for r in lai.isr) for tp, lai in current.items()}
 
     monkeypatch.setattr(PartitionStateMachine, "_unclean_permissions", always_unclean)
-    assert caught("sim-unclean-election-not-allowed") is not None
+    assert caught("unclean-election-not-allowed") is not None

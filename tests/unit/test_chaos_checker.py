@@ -127,8 +127,18 @@ def test_leader_outside_isr_needs_an_unclean_record() -> None:
     checker.observe_snapshot(_snap(1.0, _state(1, 110, 1, leader=3, isr=(1,)), registrations=reg))
     assert _kinds(checker) == [inv.LEADER_OUTSIDE_ISR]
     unclean = ControllerLogRecord(0, 1, "unclean", "t", 0, 3, 0)
+    checker.allow_unclean("t")
     checker.observe_logs([unclean], [], 2.0)
     assert checker.violations() == []
+
+
+def test_an_unclean_election_nobody_allowed() -> None:
+    from controller.chaos.observe import ControllerLogRecord
+
+    checker = _checker()
+    checker.allow_unclean("other")
+    checker.observe_logs([ControllerLogRecord(0, 1, "unclean", "t", 0, 3, 0)], [], 2.0)
+    assert _kinds(checker) == [inv.UNCLEAN_NOT_ALLOWED]
 
 
 def test_a_topic_changed_by_nobody() -> None:

@@ -90,6 +90,29 @@ def test_leader_outside_isr_needs_an_unclean_election_at_that_epoch() -> None:
     assert inv.check_state_writes([state(1, leader=-1, isr=(1,))]) == []
 
 
+def test_an_unclean_election_must_be_allowed() -> None:
+    checker = Checker()
+    checker.observe_unclean_election(UncleanElection("t", 0, 2))
+    assert names(checker.violations()) == [inv.UNCLEAN_NOT_ALLOWED]
+    assert "t-0 got an unclean leader at leader epoch 2" in checker.violations()[0].message
+    # By the topic's config (any partition of that topic, from then on, even once turned off).
+    checker = Checker()
+    checker.observe_unclean_permission("t")
+    checker.observe_unclean_election(UncleanElection("t", 1, 5))
+    checker.observe_unclean_election(UncleanElection("u", 0, 1))
+    assert [v.message.split()[0] for v in checker.violations()] == ["u-0"]
+    # By an admin's request for that partition only.
+    checker = Checker()
+    checker.observe_unclean_permission("t", 0)
+    checker.observe_unclean_election(UncleanElection("t", 0, 3))
+    checker.observe_unclean_election(UncleanElection("t", 1, 3))
+    assert [v.message.split()[0] for v in checker.violations()] == ["t-1"]
+    # By the cluster setting.
+    checker = Checker(unclean_default=True)
+    checker.observe_unclean_election(UncleanElection("t", 0, 2))
+    assert checker.ok
+
+
 # -- brokers ---------------------------------------------------------------------------------
 
 
