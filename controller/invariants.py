@@ -285,10 +285,15 @@ class Checker:
     def observe_state_deleted(self, topic: str, partition: int) -> None:
         self._states.pop((topic, partition), None)
 
-    def observe_unclean_permission(self, topic: str, partition: int | None = None) -> None:
-        """The topic's config now allows unclean elections (``partition`` None), or an admin
-        asks an unclean election of ``partition``. Observe it before it takes effect."""
-        if partition is None:
+    def observe_unclean_permission(
+        self, topic: str | None = None, partition: int | None = None
+    ) -> None:
+        """The cluster's default (``topic`` None: the dynamic broker default) or the topic's
+        config now allows unclean elections, or an admin asks an unclean election of
+        ``partition``. Observe it before it takes effect."""
+        if topic is None:
+            self.unclean_default = True
+        elif partition is None:
             self._unclean_topics.add(topic)
         else:
             self._unclean_requested.add((topic, partition))

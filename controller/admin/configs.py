@@ -1,11 +1,15 @@
-"""Topic config overrides over ZooKeeper: Kafka's ``ConfigCommand --zookeeper --entity-type
-topics`` (kafka-configs.sh), which writes through ``AdminZkClient.changeTopicConfig``.
+"""Config overrides over ZooKeeper, as Kafka's ``ConfigCommand --zookeeper`` (kafka-configs.sh)
+writes them through ``AdminZkClient.changeTopicConfig`` / ``changeBrokerConfig``: a topic's
+overrides (``/config/topics/T``), and the dynamic broker configs of the whole cluster
+(``/config/brokers/<default>``) limited to the one a controller reads,
+``unclean.leader.election.enable``. Per-broker entities configure brokers, not the controller,
+and are left to Kafka's tool.
 
-An alter reads ``/config/topics/T``, applies the additions and deletions, and writes the result
-together with a change notification (``/config/changes/config_change_N``,
-``{"version":2,"entity_path":"topics/T"}``). The notification is what tells brokers, and this
-controller (``controller.handlers.config_changes``: a topic's unclean election turned on), to
-read the topic's config again.
+An alter reads the entity's config znode, applies the additions and deletions, and writes the
+result together with a change notification (``/config/changes/config_change_N``,
+``{"version":2,"entity_path":"topics/T"}`` or ``"brokers/<default>"``). The notification is
+what tells brokers, and this controller (``controller.handlers.config_changes``: unclean
+elections turned on), to read the config again.
 
 One deliberate difference: Kafka writes the config and the notification as two requests, and
 overwrites the config whatever happened since it read it. Here both go in one multi guarded by
@@ -26,20 +30,26 @@ from controller.admin.topics import (
     UnknownTopicError,
 )
 from controller.admin.writes import commit, missing_parents
+from controller.core.election import UNCLEAN_CONFIG
 from controller.zk import codecs, paths
 from controller.zk.errors import BadVersionError, MalformedZnodeError, NodeExistsError, NoNodeError
-from controller.zk.port import Create, Op, SetData, ZkPort
+from controller.zk.port import Create, Op, ReadResult, SetData, ZkPort
 
-TOPICS = "topics"
+TOPICS = paths.CONFIG_TYPE_TOPICS
+BROKERS = paths.CONFIG_TYPE_BROKERS
+DEFAULT = paths.CONFIG_DEFAULT_ENTITY
+#: The dynamic broker configs set here for the whole cluster: the ones a controller reads.
+BROKER_DEFAULT_CONFIGS = frozenset({UNCLEAN_CONFIG})
 # A lost race (another alter of the same topic in between) is retried on a fresh read.
 _WRITE_ATTEMPTS = 5
 
 
 @dataclass(frozen=True, slots=True)
-class TopicConfig:
-    """A topic's config overrides; ``error`` names the problem when its znode is unreadable."""
+class EntityConfig:
+    """An entity's (a topic's, or ``<default>``) overrides; ``error`` names the problem when
+    its znode is unreadable."""
 
-    topic: str
+    entity: str
     config: dict[str, str]
     error: str | None = None
 
@@ -95,23 +105,20 @@ def _topic_path(topic: str) -> str:
         raise InvalidRequestError(str(exc)) from None
 
 
-def _read_config(port: ZkPort, topic: str) -> tuple[dict[str, str], int | None]:
-    """The topic's overrides and the config znode's version (None: no znode yet)."""
-    path = paths.topic_config_path(topic)
+def _decode(read: ReadResult, entity: str) -> EntityConfig:
+    if isinstance(read.error, NoNodeError):
+        return EntityConfig(entity, {})
+    if read.error is not None:
+        return EntityConfig(entity, {}, f"{read.path}: {read.error}")
     try:
-        data, stat = port.get(path)
-    except NoNodeError:
-        return {}, None
-    try:
-        return codecs.decode_topic_config(data, path), stat.version
+        return EntityConfig(entity, codecs.decode_topic_config(read.data, read.path))
     except MalformedZnodeError as exc:
-        raise CorruptMetadataError(
-            f"{exc}; the config of topic '{topic}' cannot be altered until that znode is "
-            "fixed or removed"
-        ) from None
+        return EntityConfig(entity, {}, str(exc))
 
 
-def describe_topic_configs(port: ZkPort, topics: Sequence[str] | None = None) -> list[TopicConfig]:
+def describe_topic_configs(
+    port: ZkPort, topics: Sequence[str] | None = None
+) -> list[EntityConfig]:
     """The overrides of ``topics`` (each must exist), or of every topic with a config znode."""
     if topics:
         names = list(dict.fromkeys(topics))
@@ -124,19 +131,14 @@ def describe_topic_configs(port: ZkPort, topics: Sequence[str] | None = None) ->
             names = sorted(port.get_children(paths.CONFIG_TOPICS))
         except NoNodeError:
             names = []
-    out: list[TopicConfig] = []
     reads = port.get_many([paths.topic_config_path(t) for t in names])
-    for topic, read in zip(names, reads, strict=True):
-        if isinstance(read.error, NoNodeError):
-            out.append(TopicConfig(topic, {}))
-        elif read.error is not None:
-            out.append(TopicConfig(topic, {}, f"{read.path}: {read.error}"))
-        else:
-            try:
-                out.append(TopicConfig(topic, codecs.decode_topic_config(read.data, read.path)))
-            except MalformedZnodeError as exc:
-                out.append(TopicConfig(topic, {}, str(exc)))
-    return out
+    return [_decode(read, topic) for topic, read in zip(names, reads, strict=True)]
+
+
+def describe_broker_default_config(port: ZkPort) -> EntityConfig:
+    """The cluster-wide dynamic broker configs (``/config/brokers/<default>``)."""
+    [read] = port.get_many([paths.BROKER_DEFAULT_CONFIG])
+    return _decode(read, DEFAULT)
 
 
 def alter_topic_config(
@@ -151,26 +153,79 @@ def alter_topic_config(
     would refuse (``InvalidConfigError``), deleting a config the topic does not set, a name
     both added and deleted, nothing to change, an unreadable config znode.
     """
-    add = dict(add or {})
-    delete = list(dict.fromkeys(delete))
-    if not add and not delete:
-        raise InvalidRequestError("nothing to change: give configs to add or to delete")
-    both = sorted(set(add) & set(delete))
-    if both:
-        raise InvalidRequestError(f"config(s) both added and deleted: {', '.join(both)}")
+    add, delete = _check_change(add, delete)
     validate_topic_configs(add)
     if port.exists(_topic_path(topic)) is None:
         raise UnknownTopicError(f"topic '{topic}' does not exist")
-    config_path = paths.topic_config_path(topic)
+    return _alter(port, TOPICS, topic, paths.topic_config_path(topic), f"topic '{topic}'", add,
+                  delete)  # fmt: skip
+
+
+def alter_broker_default_config(
+    port: ZkPort, add: Mapping[str, str] | None = None, delete: Sequence[str] = ()
+) -> dict[str, str]:
+    """Kafka's ``changeBrokerConfig`` for the cluster default, limited to
+    ``unclean.leader.election.enable``; refusals as ``alter_topic_config``'s."""
+    add, delete = _check_change(add, delete)
+    for name in [*add, *delete]:
+        if name not in BROKER_DEFAULT_CONFIGS:
+            raise InvalidConfigError(
+                f"{name!r} is not set here for the brokers' default: only "
+                f"{', '.join(sorted(BROKER_DEFAULT_CONFIGS))}, the dynamic broker config a "
+                "controller reads (set the others with kafka-configs.sh)"
+            )
+    validate_topic_configs(add)  # the same names and value rules as the topic configs
+    return _alter(port, BROKERS, DEFAULT, paths.BROKER_DEFAULT_CONFIG, "the brokers' default",
+                  add, delete)  # fmt: skip
+
+
+def _check_change(
+    add: Mapping[str, str] | None, delete: Sequence[str]
+) -> tuple[dict[str, str], list[str]]:
+    add_dict, delete_list = dict(add or {}), list(dict.fromkeys(delete))
+    if not add_dict and not delete_list:
+        raise InvalidRequestError("nothing to change: give configs to add or to delete")
+    both = sorted(set(add_dict) & set(delete_list))
+    if both:
+        raise InvalidRequestError(f"config(s) both added and deleted: {', '.join(both)}")
+    return add_dict, delete_list
+
+
+def _read_config(port: ZkPort, path: str, label: str) -> tuple[dict[str, str], int | None]:
+    """The overrides at ``path`` and the znode's version (None: no znode yet)."""
+    try:
+        data, stat = port.get(path)
+    except NoNodeError:
+        return {}, None
+    try:
+        return codecs.decode_topic_config(data, path), stat.version
+    except MalformedZnodeError as exc:
+        raise CorruptMetadataError(
+            f"{exc}; the config of {label} cannot be altered until that znode is fixed or "
+            "removed"
+        ) from None
+
+
+def _alter(
+    port: ZkPort,
+    entity_type: str,
+    entity: str,
+    config_path: str,
+    label: str,
+    add: dict[str, str],
+    delete: list[str],
+) -> dict[str, str]:
     notification = Create(
-        paths.CONFIG_CHANGE_CREATE_PATH, codecs.encode_config_change(TOPICS, topic), sequential=True
+        paths.CONFIG_CHANGE_CREATE_PATH,
+        codecs.encode_config_change(entity_type, entity),
+        sequential=True,
     )
     for _ in range(_WRITE_ATTEMPTS):
-        current, version = _read_config(port, topic)
+        current, version = _read_config(port, config_path, label)
         not_set = [name for name in delete if name not in current]
         if not_set:
             raise InvalidConfigError(
-                f"cannot delete config(s) that topic '{topic}' does not set: {', '.join(not_set)}"
+                f"cannot delete config(s) that {label} does not set: {', '.join(not_set)}"
             )
         new = {k: v for k, v in current.items() if k not in delete} | add
         data = codecs.encode_topic_config(new)
@@ -189,7 +244,6 @@ def alter_topic_config(
             raise error
         # The config znode changed (or appeared, or went) since it was read: read again.
     raise ConcurrentModificationError(
-        f"could not alter the config of topic '{topic}': its config znode kept changing; "
-        "nothing was written"
+        f"could not alter the config of {label}: its config znode kept changing; nothing was "
+        "written"
     )
-

@@ -27,7 +27,7 @@ from controller.admin.topics import create_topic, delete_topic
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2, common_pb2
 from controller.chaos.checker import LiveChecker
-from controller.core.partition_state_machine import UNCLEAN_CONFIG
+from controller.core.election import UNCLEAN_CONFIG
 from controller.invariants import AssignmentRequest
 from controller.zk.kazoo_port import KazooPort
 

@@ -1,14 +1,19 @@
-"""``zk-controller configs``: kafka-configs.sh over ZooKeeper, for topic config overrides.
+"""``zk-controller configs``: kafka-configs.sh over ZooKeeper, for the configs a controller reads.
 
   configs describe [--topic T ...] [--json]        the overrides of T, or of every topic
   configs alter --topic T [--add-config K=V,K2=[A,B]] [--delete-config K3,K4]
+  configs describe --entity-type brokers --entity-default
+  configs alter --entity-type brokers --entity-default
+                --add-config unclean.leader.election.enable=true
 
 Kafka's spelling ``--entity-type topics --entity-name T`` is accepted as well. An alter writes
-``/config/topics/T`` and a ``/config/changes`` notification in one multi, so brokers and the
-controller pick the change up (turning ``unclean.leader.election.enable`` on elects a leader
-for the topic's offline partitions at once). Names and values are checked as Kafka checks them
-before anything is written. Any error exits 1 with one line on stderr naming what was wrong,
-and nothing is changed in ZooKeeper.
+the config znode (``/config/topics/T``, or ``/config/brokers/<default>`` for the whole cluster's
+dynamic broker configs) and a ``/config/changes`` notification in one multi, so brokers and the
+controller pick the change up: turning ``unclean.leader.election.enable`` on elects a leader
+for offline partitions at once (the topic's, or the cluster's). For the brokers' default only
+that config is set here; per-broker configs configure brokers and are left to Kafka's tool.
+Names and values are checked as Kafka checks them before anything is written. Any error exits
+1 with one line on stderr naming what was wrong, and nothing is changed in ZooKeeper.
 """
 
 from __future__ import annotations
@@ -23,10 +28,15 @@ from controller.cli.topics_cmd import OneLineErrorParser, add_connection_argumen
 from controller.zk.port import ZkPort
 
 
+class UsageError(Exception):
+    pass
+
+
 def register(subparsers: Any) -> None:
     configs = subparsers.add_parser(
         "configs",
-        help="describe or alter topic configs (kafka-configs.sh over ZooKeeper)",
+        help="describe or alter topic configs and the brokers' cluster default "
+        "(kafka-configs.sh over ZooKeeper)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -34,12 +44,12 @@ def register(subparsers: Any) -> None:
         dest="configs_action", metavar="ACTION", required=True, parser_class=OneLineErrorParser
     )
 
-    describe = actions.add_parser("describe", help="show topic config overrides")
+    describe = actions.add_parser("describe", help="show config overrides")
     _add_entity_arguments(describe, "default: every topic with overrides")
     describe.add_argument("--json", action="store_true", help="print JSON")
     describe.set_defaults(func=describe_command)
 
-    alter = actions.add_parser("alter", help="add or delete a topic's config overrides")
+    alter = actions.add_parser("alter", help="add or delete config overrides")
     _add_entity_arguments(alter, "the topic to alter")
     alter.add_argument(
         "--add-config",
@@ -61,35 +71,68 @@ def register(subparsers: Any) -> None:
         add_connection_arguments(action)
 
 
-def _add_entity_arguments(parser: argparse.ArgumentParser, help_text: str) -> None:
+def _add_entity_arguments(parser: argparse.ArgumentParser, topic_help: str) -> None:
     parser.add_argument(
         "--entity-type",
-        choices=[admin.TOPICS],
+        choices=[admin.TOPICS, admin.BROKERS],
         default=admin.TOPICS,
-        help="only topics: the controller reads no other entity's configs",
+        help="topics (default), or brokers with --entity-default",
     )
     parser.add_argument(
-        "--topic",
-        "--entity-name",
-        dest="topics",
-        action="append",
-        default=[],
-        metavar="TOPIC",
-        help=help_text,
+        "--topic", dest="topics", action="append", default=[], metavar="TOPIC", help=topic_help
     )
+    parser.add_argument(
+        "--entity-name", dest="names", action="append", default=[], metavar="NAME",
+        help="a topic (Kafka's spelling)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--entity-default",
+        action="store_true",
+        help="with --entity-type brokers: the dynamic broker configs of the whole cluster",
+    )
+
+
+def _entity(args: argparse.Namespace) -> list[str]:
+    """The topics named, or [] for the brokers' default; UsageError for a combination that
+    names nothing this tool handles."""
+    if args.entity_type == admin.TOPICS:
+        if args.entity_default:
+            raise UsageError("topics have no default entity: --entity-default goes with "
+                             "--entity-type brokers")  # fmt: skip
+        return [*args.topics, *args.names]
+    if args.topics:
+        raise UsageError("--topic goes with --entity-type topics")
+    if args.names:
+        raise UsageError(
+            "per-broker configs (/config/brokers/N) configure that broker, not the controller: "
+            "set them with kafka-configs.sh; this tool sets the brokers' --entity-default"
+        )
+    if not args.entity_default:
+        raise UsageError("--entity-type brokers needs --entity-default")
+    return []
 
 
 def describe_command(args: argparse.Namespace) -> int:
+    try:
+        topics = _entity(args)
+    except UsageError as exc:
+        return fail(str(exc))
+
     def action(port: ZkPort) -> int:
-        described = admin.describe_topic_configs(port, args.topics)
+        if args.entity_type == admin.BROKERS:
+            described = [admin.describe_broker_default_config(port)]
+            kind = "broker"
+        else:
+            described = admin.describe_topic_configs(port, topics)
+            kind = "topic"
         if args.json:
-            rows = [{"topic": t.topic, "config": t.config, "error": t.error} for t in described]
-            print(json.dumps({"topics": rows}))
-        for t in [] if args.json else described:
-            if t.error is None:
-                configs = ",".join(f"{k}={v}" for k, v in sorted(t.config.items()))
-                print(f"Configs for topic '{t.topic}' are {configs}")
-        errors = [f"topic {t.topic}: {t.error}" for t in described if t.error]
+            rows = [{kind: c.entity, "config": c.config, "error": c.error} for c in described]
+            print(json.dumps({args.entity_type: rows}))
+        for c in [] if args.json else described:
+            if c.error is None:
+                configs = ",".join(f"{k}={v}" for k, v in sorted(c.config.items()))
+                print(f"Configs for {kind} '{c.entity}' are {configs}")
+        errors = [f"{kind} {c.entity}: {c.error}" for c in described if c.error]
         for error in errors:
             fail(error)
         return 1 if errors else 0
@@ -98,11 +141,14 @@ def describe_command(args: argparse.Namespace) -> int:
 
 
 def alter_command(args: argparse.Namespace) -> int:
-    if len(args.topics) != 1:
+    try:
+        topics = _entity(args)
+    except UsageError as exc:
+        return fail(str(exc))
+    if args.entity_type == admin.TOPICS and len(topics) != 1:
         return fail("alter needs exactly one --topic (or --entity-name)")
     if not args.add_config and not args.delete_config:
         return fail("alter needs --add-config or --delete-config")
-    (topic,) = args.topics
     # Syntax errors are reported before connecting.
     add: dict[str, str] = {}
     try:
@@ -116,9 +162,12 @@ def alter_command(args: argparse.Namespace) -> int:
         return fail(str(exc))
 
     def action(port: ZkPort) -> int:
-        admin.alter_topic_config(port, topic, add, delete)
-        print(f"Completed updating config for topic {topic}.")
+        if args.entity_type == admin.BROKERS:
+            admin.alter_broker_default_config(port, add, delete)
+            print(f"Completed updating config for broker {admin.DEFAULT}.")
+        else:
+            admin.alter_topic_config(port, topics[0], add, delete)
+            print(f"Completed updating config for topic {topics[0]}.")
         return 0
 
     return run_admin(args, action)
-

@@ -159,7 +159,8 @@ SETTINGS: tuple[Setting, ...] = (
             min=0, max=100,
             doc="Rebalance a broker when its share of non-preferred leaders exceeds this."),
     Setting("unclean.leader.election.enable", Kind.BOOL, False, kafka=True, dynamic=True,
-            doc="Cluster default for electing an out-of-sync replica; topics may override it."),
+            doc="Cluster default for electing an out-of-sync replica; the brokers' dynamic "
+                "default (/config/brokers/<default>) overrides it, a topic's config both."),
     Setting("delete.topic.enable", Kind.BOOL, True, kafka=True,
             doc="If false, topic deletion requests are dropped (their znodes deleted)."),
     Setting("controller.socket.timeout.ms", Kind.INT, 30000, kafka=True, min=0,

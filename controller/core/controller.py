@@ -72,6 +72,9 @@ class Controller:
         self.scheduler = Scheduler()
         self.active_controller_id = -1
         self.unclean_leader_elections = 0
+        # unclean.leader.election.enable in /config/brokers/<default> (kafka-configs.sh
+        # --entity-default), read at failover and on its change notification; None: not set.
+        self.dynamic_unclean_default: bool | None = None
         # Optional concerns, set by their handlers (controller.handlers): topic deletion
         # (Kafka's TopicDeletionManager) and partition reassignment.
         self.topic_deletion_manager: Any = None
@@ -127,6 +130,13 @@ class Controller:
     @property
     def epoch(self) -> int:
         return self.context.epoch
+
+    @property
+    def unclean_leader_election_default(self) -> bool:
+        """The cluster's default: the dynamic broker config when set (it overrides static
+        configs, as in Kafka), else this controller's ``unclean.leader.election.enable``."""
+        dynamic = self.dynamic_unclean_default
+        return self.config.unclean_leader_election_enable if dynamic is None else dynamic
 
     def put(self, event: ControllerEvent) -> None:
         self.events.put(event)

@@ -25,6 +25,9 @@ from typing import Final, Literal
 
 from controller.core.model import LeaderAndIsr, ReplicaAssignment, TopicPartition
 
+#: The topic config (and dynamic broker default) that allows unclean elections.
+UNCLEAN_CONFIG: Final = "unclean.leader.election.enable"
+
 # --------------------------------------------------------------------------------------------
 # Algorithms (spec 3.3). Each returns the chosen leader or None.
 # --------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import structlog
 
 from controller.core import transitions
 from controller.core.election import (
+    UNCLEAN_CONFIG,
     ControlledShutdownPartitionLeaderElectionStrategy,
     ElectionResult,
     ElectionStrategy,
@@ -50,8 +51,6 @@ New = PartitionState.NewPartition
 Online = PartitionState.OnlinePartition
 Offline = PartitionState.OfflinePartition
 NonExistent = PartitionState.NonExistentPartition
-
-UNCLEAN_CONFIG = "unclean.leader.election.enable"
 
 ElectionOutcome = dict[TopicPartition, LeaderAndIsr | Exception]
 
@@ -379,7 +378,7 @@ class PartitionStateMachine:
                 # would fail the whole call and discard the batch, including the LeaderAndIsr
                 # of partitions already initialised or elected (and written) in this call.
                 configs = dict.fromkeys(need_config, exc)
-            default = self.ctl.config.unclean_leader_election_enable
+            default = self.ctl.unclean_leader_election_default
             for topic, tps in need_config.items():
                 config = configs.get(topic)
                 if isinstance(config, Exception):

@@ -1,5 +1,6 @@
-"""Topic config changes (``/config/changes``) that matter to the controller: a topic's
-``unclean.leader.election.enable`` turning true.
+"""Config changes (``/config/changes``) that matter to the controller:
+``unclean.leader.election.enable`` turning true for a topic, or for the cluster through the
+dynamic broker default (``/config/brokers/<default>``).
 
 In Kafka the *brokers* watch ``/config/changes`` (``ZkNodeChangeNotificationListener``), apply
 topic configs, and call ``KafkaController.enableTopicUncleanLeaderElection(topic)`` when the
@@ -14,6 +15,14 @@ inside it, so it watches the notifications itself, the way Kafka's listener does
   in order; each named topic's config is re-read, and when its *effective* setting (the topic
   override, else the controller's ``unclean.leader.election.enable``) is true and was not known
   to be true, ``TopicUncleanLeaderElectionEnable(topic)`` is queued;
+* a notification for ``brokers/<default>`` (``kafka-configs.sh --entity-type brokers
+  --entity-default``, ``zk-controller configs alter --entity-type brokers --entity-default``)
+  re-reads ``/config/brokers/<default>``: its ``unclean.leader.election.enable``, when set,
+  overrides the controller's own setting, as a dynamic broker config overrides
+  ``server.properties`` in Kafka; turning the effective value true queues
+  ``UncleanLeaderElectionEnable`` (Kafka's ``enableDefaultUncleanLeaderElection``). The znode
+  is also read at failover, before the state machines elect (``load_dynamic_broker_defaults``);
+  per-broker entities (``/config/brokers/N``) configure brokers and are ignored here;
 * notifications seen more than 15 minutes ago are deleted, like Kafka's listener does
   (``changeExpirationMs``), so the path does not grow forever without Kafka brokers around.
 
@@ -35,8 +44,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import structlog
 
 from controller.core.controller_state import ControllerState
-from controller.core.events import ControllerEvent, TopicUncleanLeaderElectionEnable
-from controller.core.partition_state_machine import UNCLEAN_CONFIG
+from controller.core.election import UNCLEAN_CONFIG
+from controller.core.events import (
+    ControllerEvent,
+    TopicUncleanLeaderElectionEnable,
+    UncleanLeaderElectionEnable,
+)
 from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError, NoNodeError, ZkError
 from controller.zk.watches import ZNodeChildChangeHandler
@@ -48,7 +61,8 @@ log = structlog.get_logger("controller.config_changes")
 
 #: Kafka's ``ZkNodeChangeNotificationListener.changeExpirationMs`` (15 minutes).
 CHANGE_EXPIRATION_S = 15 * 60.0
-TOPICS_ENTITY = "topics"
+TOPICS_ENTITY = paths.CONFIG_TYPE_TOPICS
+BROKERS_ENTITY = paths.CONFIG_TYPE_BROKERS
 
 
 @dataclass(eq=False)
@@ -73,6 +87,45 @@ def unclean_enabled(config: dict[str, str], default: bool) -> bool:
     """The effective setting: the topic override (``"true"`` in any case), else the default."""
     value = config.get(UNCLEAN_CONFIG)
     return default if value is None else value.strip().lower() == "true"
+
+
+def load_dynamic_broker_defaults(ctl: Controller) -> bool:
+    """Read ``/config/brokers/<default>`` into ``ctl.dynamic_unclean_default``; return whether
+    the effective cluster default turned from false to true.
+
+    An unreadable znode or value keeps what was known (logged): a malformed config never
+    enables unclean elections, and never disables them behind an operator's back either.
+    """
+    before = ctl.unclean_leader_election_default
+    path = paths.BROKER_DEFAULT_CONFIG
+    try:
+        config = ctl.gateway.get_broker_default_config()
+    except (MalformedZnodeError, ZkError) as exc:
+        problem = exc.problem if isinstance(exc, MalformedZnodeError) else str(exc)
+        log.warning("cannot read the dynamic broker defaults", path=path, error=problem)
+        return False
+    value = config.get(UNCLEAN_CONFIG)
+    if value is None:
+        ctl.dynamic_unclean_default = None
+    elif value.strip().lower() in ("true", "false"):
+        ctl.dynamic_unclean_default = value.strip().lower() == "true"
+    else:
+        log.warning(
+            "ignoring an invalid dynamic broker default",
+            path=path,
+            config=UNCLEAN_CONFIG,
+            value=value,
+            expected="true or false",
+        )
+        return False
+    after = ctl.unclean_leader_election_default
+    if after != before:
+        log.info(
+            "cluster default for unclean leader election changed",
+            enabled=after,
+            source="dynamic broker default" if value is not None else "controller config",
+        )
+    return after and not before
 
 
 class ConfigChanges:
@@ -113,6 +166,7 @@ class ConfigChanges:
         )
         fresh = [(seq, name) for seq, name in numbered if seq > self._last_seen]
         topics: list[str] = []
+        broker_default = False
         if fresh:
             change_paths = [f"{paths.CONFIG_CHANGES}/{name}" for _, name in fresh]
             for result in ctl.gateway.port.get_many(change_paths):
@@ -136,14 +190,18 @@ class ConfigChanges:
                     continue
                 if entity_type == TOPICS_ENTITY and name not in topics:
                     topics.append(name)
+                elif (entity_type, name) == (BROKERS_ENTITY, paths.CONFIG_DEFAULT_ENTITY):
+                    broker_default = True
             self._last_seen = fresh[-1][0]
+        if broker_default and load_dynamic_broker_defaults(ctl):
+            ctl.put(UncleanLeaderElectionEnable())
         if topics:
             self._check_unclean(topics)
         self._purge_obsolete(numbered)
 
     def _check_unclean(self, topics: list[str]) -> None:
         ctl = self.ctl
-        default = ctl.config.unclean_leader_election_enable
+        default = ctl.unclean_leader_election_default
         for topic, config in ctl.gateway.get_topic_configs(topics).items():
             if isinstance(config, Exception):
                 problem = config.problem if isinstance(config, MalformedZnodeError) else config

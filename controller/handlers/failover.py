@@ -252,6 +252,9 @@ class ControllerElection:
         from controller.handlers.context_loader import initialize_controller_context
 
         initialize_controller_context(ctl)
+        from controller.handlers.config_changes import load_dynamic_broker_defaults
+
+        load_dynamic_broker_defaults(ctl)  # before the state machines elect (Kafka: at boot)
         deletion = getattr(ctl, "topic_deletion_manager", None)
         if deletion is not None:
             deletion.init_from_zookeeper()

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 
 from controller import invariants as inv
-from controller.core.partition_state_machine import UNCLEAN_CONFIG
+from controller.core.election import UNCLEAN_CONFIG
 from controller.sim.zk import Change
 from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError
@@ -56,7 +56,10 @@ class Observer:
                 continue
             m = _TOPIC_CONFIG.fullmatch(path)
             if m is not None and data is not None:
-                self._topic_config(m.group(1), data, path)
+                self._entity_config(m.group(1), data, path)
+                continue
+            if path == paths.BROKER_DEFAULT_CONFIG and data is not None:
+                self._entity_config(None, data, path)
                 continue
             if not path.startswith(paths.BROKERS_TOPICS):
                 continue
@@ -99,7 +102,8 @@ class Observer:
             )
         )
 
-    def _topic_config(self, topic: str, data: bytes, path: str) -> None:
+    def _entity_config(self, topic: str | None, data: bytes, path: str) -> None:
+        """A topic's config, or (``topic`` None) the brokers' dynamic cluster default."""
         try:
             config = codecs.decode_topic_config(data, path)
         except MalformedZnodeError:

@@ -18,7 +18,8 @@ import base64
 from typing import TYPE_CHECKING, Any
 
 from controller.admin.assignment import AdminError
-from controller.admin.configs import alter_topic_config
+from controller.admin.configs import alter_broker_default_config, alter_topic_config
+from controller.core.election import UNCLEAN_CONFIG
 from controller.core.events import (
     AlterPartitionReceived,
     ApiPartitionReassignment,
@@ -28,7 +29,6 @@ from controller.core.events import (
     ReplicaLeaderElection,
 )
 from controller.core.model import ReplicaAssignment, TopicAssignment, TopicPartition
-from controller.core.partition_state_machine import UNCLEAN_CONFIG
 from controller.invariants import AssignmentRequest
 from controller.sim.brokers import registration
 from controller.zk import codecs, paths
@@ -49,6 +49,7 @@ WEIGHTS: dict[str, int] = {
     "cancel_reassignment": 1,
     "elect": 3,
     "alter_topic_config": 2,
+    "alter_broker_default": 1,
     "alter_isr": 6,
     "controlled_shutdown": 3,
     "crash_broker": 3,
@@ -207,6 +208,13 @@ class Operations:
             alter_topic_config(self.admin, topic, {UNCLEAN_CONFIG: value})
         except AdminError as exc:  # e.g. the topic is gone: the tool refuses, nothing changes
             self.log(f"  refused: {exc}")
+
+    def op_alter_broker_default(self: World, unclean: bool) -> None:
+        """kafka-configs.sh --entity-type brokers --entity-default: the cluster's dynamic
+        unclean.leader.election.enable, which overrides the controllers' own setting."""
+        value = "true" if unclean else "false"
+        self.log(f"admin sets the brokers' default {UNCLEAN_CONFIG}={value}")
+        alter_broker_default_config(self.admin, {UNCLEAN_CONFIG: value})
 
     # -- malformed input ---------------------------------------------------------------------
 
@@ -470,6 +478,8 @@ def random_op(world: World) -> tuple[str, dict[str, Any]]:
         return name, {"topic": rng.choice(topics)}
     if name == "alter_topic_config":
         return name, {"topic": rng.choice(topics), "unclean": rng.random() < 0.5}
+    if name == "alter_broker_default":
+        return name, {"unclean": rng.random() < 0.5}
     if name in ("reassign", "cancel_reassignment"):
         tp = rng.choice(partitions)
         args: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition}

@@ -42,9 +42,9 @@ from functools import partial
 
 from controller.config import ControllerConfig, load_config
 from controller.core.controller import Controller
+from controller.core.election import UNCLEAN_CONFIG
 from controller.core.events import ShutdownEventThread
 from controller.core.model import TopicPartition
-from controller.core.partition_state_machine import UNCLEAN_CONFIG
 from controller.invariants import PartitionView, Violation, leaderless_partitions
 from controller.sim.brokers import SimBroker
 from controller.sim.channel import SimChannel, SimTimers

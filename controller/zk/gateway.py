@@ -382,6 +382,16 @@ class ZkGateway(AdminZnodes):
                     out[topic] = exc
         return out
 
+    def get_broker_default_config(self) -> dict[str, str]:
+        """Cluster-wide dynamic broker configs (``/config/brokers/<default>``, written by
+        ``kafka-configs.sh --entity-type brokers --entity-default``); {} when absent.
+        Raises ``MalformedZnodeError`` for an unreadable znode."""
+        try:
+            data, _ = self.port.get(paths.BROKER_DEFAULT_CONFIG)
+        except NoNodeError:
+            return {}
+        return codecs.decode_topic_config(data, paths.BROKER_DEFAULT_CONFIG)  # same format
+
     # -- partition state -----------------------------------------------------------------
 
     def get_partition_states_raw(

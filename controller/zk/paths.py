@@ -71,6 +71,10 @@ CONFIG_CLIENTS = "/config/clients"
 CONFIG_USERS = "/config/users"
 CONFIG_BROKERS = "/config/brokers"
 CONFIG_IPS = "/config/ips"
+# Kafka's ConfigEntityName.Default: the entity of cluster-wide defaults (kafka-configs.sh
+# --entity-default). The brokers' one holds dynamic broker configs for the whole cluster.
+CONFIG_DEFAULT_ENTITY = "<default>"
+BROKER_DEFAULT_CONFIG = f"{CONFIG_BROKERS}/{CONFIG_DEFAULT_ENTITY}"
 
 # Kafka's ZkData.PersistentZkPaths, in Kafka's order: created (if absent) at startup.
 PERSISTENT_PATHS: tuple[str, ...] = (

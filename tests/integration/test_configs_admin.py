@@ -111,3 +111,51 @@ def test_describe_of_an_unknown_topic_or_an_unreadable_config(
     alter = ["--topic", "t", "--add-config", "segment.ms=1000", "--zookeeper", zk_connect]
     one_error_line(cli("configs", "alter", *alter), "fixed or removed")
     assert port.get("/config/topics/t")[0] == b'{"version":1,"config":{"retention.ms":1000}}'
+
+
+def test_the_brokers_cluster_default(zk_connect: str, port: KazooPort) -> None:
+    zk = ["--zookeeper", zk_connect]
+    brokers_default = ["--entity-type", "brokers", "--entity-default"]
+    r = cli("configs", "alter", *brokers_default,
+            "--add-config", "unclean.leader.election.enable=true", *zk)  # fmt: skip
+    assert (r.returncode, r.stdout, r.stderr) == (
+        0,
+        "Completed updating config for broker <default>.\n",
+        "",
+    )
+    assert port.get("/config/brokers/<default>")[0] == (
+        b'{"version":1,"config":{"unclean.leader.election.enable":"true"}}'
+    )
+    assert notifications(port) == [b'{"version":2,"entity_path":"brokers/<default>"}']
+    r = cli("configs", "describe", *brokers_default, *zk)
+    assert r.stdout == "Configs for broker '<default>' are unclean.leader.election.enable=true\n"
+    r = cli("configs", "describe", *brokers_default, "--json", *zk)
+    assert json.loads(r.stdout) == {
+        "brokers": [
+            {
+                "broker": "<default>",
+                "config": {"unclean.leader.election.enable": "true"},
+                "error": None,
+            }
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--entity-type", "brokers", "--entity-default", "--add-config", "log.retention.ms=1"],
+         ["only unclean.leader.election.enable"]),
+        (["--entity-type", "brokers", "--entity-name", "1", "--add-config",
+          "unclean.leader.election.enable=true"], ["per-broker configs", "kafka-configs.sh"]),
+        (["--entity-type", "brokers", "--add-config", "unclean.leader.election.enable=true"],
+         ["needs --entity-default"]),
+        (["--entity-default", "--add-config", "retention.ms=1"], ["topics have no default"]),
+    ],
+)  # fmt: skip
+def test_refused_brokers_alters_change_nothing(
+    zk_connect: str, port: KazooPort, args: list[str], fragments: list[str]
+) -> None:
+    before = snapshot(port)
+    one_error_line(cli("configs", "alter", *args, "--zookeeper", zk_connect), *fragments)
+    assert snapshot(port) == before

@@ -580,6 +580,25 @@ def test_configs_cli_turns_unclean_on_for_one_topic_and_the_controller_elects(
     }
 
 
+def test_configs_cli_turns_unclean_on_for_the_cluster_and_the_controller_elects(
+    cluster: Cluster,
+) -> None:
+    """``configs alter --entity-type brokers --entity-default``: the dynamic broker default
+    overrides the controller's own (off) setting, and every offline partition is elected (the
+    read at failover is in ``tests/unit/test_election_handlers.py``)."""
+    offline_last_isr(cluster)
+    done = subprocess.run(
+        [sys.executable, "-m", "controller", "configs", "alter", "--zookeeper", cluster.connect,
+         "--entity-type", "brokers", "--entity-default",
+         "--add-config", "unclean.leader.election.enable=true"],
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, ""), done
+    cluster.wait_state("t", 0, leader=2, isr=[2])
+    cluster.wait_state("u", 0, leader=2, isr=[2])
+    assert cluster.active_controller().controller.unclean_leader_election_default is True
+
+
 def test_cluster_unclean_enabled_by_reload_elects_offline_partitions(cluster: Cluster) -> None:
     offline_last_isr(cluster)
     daemon = cluster.active_controller()

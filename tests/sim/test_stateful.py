@@ -105,6 +105,10 @@ class SimulatedCluster(RuleBasedStateMachine):
         if topic is not None:
             self.w.op_alter_topic_config(topic, unclean)
 
+    @rule(unclean=st.booleans())
+    def alter_broker_default(self, unclean: bool) -> None:
+        self.w.op_alter_broker_default(unclean)
+
     # -- brokers -----------------------------------------------------------------------------
 
     @rule(index=st.integers(0, 50), broker=brokers, member=brokers, expand=st.booleans())

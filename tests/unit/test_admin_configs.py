@@ -200,6 +200,43 @@ def test_an_endless_race_gives_up_and_writes_nothing_of_ours() -> None:
 def test_describe_lists_every_topic_with_overrides() -> None:
     zk = zk_with_topic({"retention.ms": "1000"})
     assert configs.describe_topic_configs(zk) == [
-        configs.TopicConfig("t", {"retention.ms": "1000"})
+        configs.EntityConfig("t", {"retention.ms": "1000"})
     ]
     assert configs.describe_topic_configs(MemoryZooKeeper().open_session()) == []
+
+
+# -- the brokers' cluster default --------------------------------------------------------------
+
+DEFAULT = paths.BROKER_DEFAULT_CONFIG
+
+
+def test_the_brokers_default_takes_the_unclean_setting_with_its_notification() -> None:
+    zk = MemoryZooKeeper().open_session()  # no topic needed
+    assert configs.describe_broker_default_config(zk) == configs.EntityConfig("<default>", {})
+    configs.alter_broker_default_config(zk, {"unclean.leader.election.enable": "true"})
+    assert zk.get(DEFAULT)[0] == b'{"version":1,"config":{"unclean.leader.election.enable":"true"}}'
+    assert notifications(zk) == [b'{"version":2,"entity_path":"brokers/<default>"}']
+    assert configs.describe_broker_default_config(zk).config == {
+        "unclean.leader.election.enable": "true"
+    }
+    configs.alter_broker_default_config(zk, delete=["unclean.leader.election.enable"])
+    assert zk.get(DEFAULT)[0] == b'{"version":1,"config":{}}'
+
+
+@pytest.mark.parametrize(
+    ("add", "delete", "problem"),
+    [
+        ({"log.retention.ms": "1"}, [], "only unclean.leader.election.enable"),
+        ({}, ["min.insync.replicas"], "only unclean.leader.election.enable"),
+        ({"unclean.leader.election.enable": "maybe"}, [], "unclean.leader.election.enable"),
+        ({}, ["unclean.leader.election.enable"], "does not set"),
+    ],
+)
+def test_refused_brokers_default_alters_write_nothing(
+    add: dict[str, str], delete: list[str], problem: str
+) -> None:
+    zk = MemoryZooKeeper().open_session()
+    with pytest.raises(InvalidConfigError, match=problem):
+        configs.alter_broker_default_config(zk, add, delete)
+    assert zk.exists(DEFAULT) is None
+    assert notifications(zk) == []

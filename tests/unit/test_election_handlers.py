@@ -31,7 +31,7 @@ from controller.handlers.config_changes import (
 from controller.handlers.elections import on_config_change
 from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError
-from tests.harness import ControllerHarness
+from tests.harness import ControllerHarness, leadership
 
 EPOCH = 50
 ADMIN = ElectionTrigger.ADMIN_CLIENT_TRIGGERED
@@ -255,13 +255,86 @@ def test_sequence_numbers_and_effective_setting() -> None:
     assert unclean_enabled({"unclean.leader.election.enable": "false"}, True) is False
 
 
-def notify(h: ControllerHarness, topic: str) -> None:
+def notify(h: ControllerHarness, topic: str, entity_type: str = "topics") -> None:
     h.admin.create(
         f"{paths.CONFIG_CHANGES}/{paths.CONFIG_CHANGE_PREFIX}",
-        json.dumps({"version": 2, "entity_path": f"topics/{topic}"}).encode(),
+        json.dumps({"version": 2, "entity_path": f"{entity_type}/{topic}"}).encode(),
         sequential=True,
         makepath=True,
     )
+
+
+def set_broker_default(h: ControllerHarness, data: bytes | None) -> None:
+    """Write (or, with None, delete) /config/brokers/<default>."""
+    path = paths.BROKER_DEFAULT_CONFIG
+    if data is None:
+        h.admin.delete(path)
+    elif h.admin.exists(path) is None:
+        h.admin.create(path, data, makepath=True)
+    else:
+        h.admin.set(path, data)
+
+
+def unclean_enables(h: ControllerHarness) -> int:
+    return sum(isinstance(e, UncleanLeaderElectionEnable) for e in h.pending_events())
+
+
+def test_the_brokers_dynamic_default_overrides_the_controller_config() -> None:
+    h = ControllerHarness(controller_id=5)  # unclean.leader.election.enable false
+    try:
+        h.register_broker(1)
+        h.start()
+        h.drain()
+        ctl = h.controller
+        assert (ctl.dynamic_unclean_default, ctl.unclean_leader_election_default) == (None, False)
+        set_broker_default(h, b'{"version":1,"config":{"unclean.leader.election.enable":"true"}}')
+        notify(h, "1", "brokers")  # a per-broker entity: not the controller's business
+        h.process(ConfigChangeNotification())
+        assert unclean_enables(h) == 0 and ctl.dynamic_unclean_default is None
+        notify(h, "<default>", "brokers")
+        h.process(ConfigChangeNotification())
+        assert unclean_enables(h) == 1
+        assert ctl.unclean_leader_election_default is True
+        h.drain()
+        # Unreadable: what was known stays (neither enabling nor disabling behind one's back).
+        set_broker_default(h, b'{"version":1,"config":{"unclean.leader.election.enable":true}}')
+        notify(h, "<default>", "brokers")
+        h.process(ConfigChangeNotification())
+        set_broker_default(h, b'{"version":1,"config":{"unclean.leader.election.enable":"yes"}}')
+        notify(h, "<default>", "brokers")
+        h.process(ConfigChangeNotification())
+        assert ctl.dynamic_unclean_default is True and unclean_enables(h) == 0
+        # Off overrides the controller's own setting, and removing it falls back to that.
+        set_broker_default(h, b'{"version":1,"config":{"unclean.leader.election.enable":"FALSE"}}')
+        notify(h, "<default>", "brokers")
+        h.process(ConfigChangeNotification())
+        assert ctl.dynamic_unclean_default is False
+        set_broker_default(h, None)
+        notify(h, "<default>", "brokers")
+        h.process(ConfigChangeNotification())
+        assert (ctl.dynamic_unclean_default, ctl.unclean_leader_election_default) == (None, False)
+        assert unclean_enables(h) == 0
+    finally:
+        h.close()
+
+
+def test_the_brokers_dynamic_default_is_read_before_failover_elections() -> None:
+    """t-0 [1, 2], ISR [1], broker 1 down: the failover's own offline election goes unclean
+    because /config/brokers/<default> allows it, although the controller's config does not."""
+    h = ControllerHarness(controller_id=5)
+    try:
+        h.register_broker(2)
+        h.create_topic("t", {0: [1, 2]}, in_context=False)
+        tp = TopicPartition("t", 0)
+        h.write_partition_state(tp, leadership(1, [1], leader_epoch=3, controller_epoch=1))
+        set_broker_default(h, b'{"version":1,"config":{"unclean.leader.election.enable":"true"}}')
+        h.start()
+        h.drain()
+        state = h.zk_state(tp)
+        assert state is not None
+        assert (state.leader_and_isr.leader, list(state.leader_and_isr.isr)) == (2, [2])
+    finally:
+        h.close()
 
 
 def test_unclean_turning_on_queues_one_event_per_transition() -> None:

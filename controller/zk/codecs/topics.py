@@ -222,7 +222,7 @@ def decode_partition_state(
     )
 
 
-# --- /config/topics/T ---
+# --- /config/topics/T (every /config/<type>/<entity> znode has this format) ---
 
 
 def encode_topic_config(config: Mapping[str, str]) -> bytes:
