@@ -444,11 +444,16 @@ def on_config_change(ctl: Controller, old: ControllerConfig, new: ControllerConf
     """Call after replacing ``ctl.config`` (the daemon's SIGHUP reload); safe from any thread.
 
     It only queues events. Unclean election turning on for the cluster queues
-    ``UncleanLeaderElectionEnable`` (Kafka's ``enableDefaultUncleanLeaderElection``). The
+    ``UncleanLeaderElectionEnable`` (Kafka's ``enableDefaultUncleanLeaderElection``), unless
+    the brokers' dynamic default (``/config/brokers/<default>``) sets it and so prevails. The
     automatic rebalance turning on, or its interval changing, queues a check now, which also
     reschedules it with the new interval (a disabled rebalance stops at its next run).
     """
-    if new.unclean_leader_election_enable and not old.unclean_leader_election_enable:
+    if (
+        new.unclean_leader_election_enable
+        and not old.unclean_leader_election_enable
+        and ctl.dynamic_unclean_default is None
+    ):
         ctl.put(UncleanLeaderElectionEnable())
     if new.auto_leader_rebalance_enable and (
         not old.auto_leader_rebalance_enable

@@ -201,6 +201,10 @@ def test_reload_queues_unclean_enable_only_when_it_turns_on(h: ControllerHarness
     on_config_change(h.controller, on, on)
     on_config_change(h.controller, on, off)
     assert h.pending_events() == []
+    # The brokers' dynamic default prevails over the controller's own setting.
+    h.controller.dynamic_unclean_default = False
+    on_config_change(h.controller, off, on)
+    assert h.pending_events() == []
 
 
 def test_reload_restarts_the_rebalance_when_enabled_or_retimed(h: ControllerHarness) -> None:
