@@ -21,6 +21,7 @@ from kazoo.exceptions import NoAuthError
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id, Permissions, make_digest_acl_credential
 
+from controller.admin import configs as admin_configs
 from controller.admin import topics as admin_topics
 from controller.admin.client import admin_session
 from controller.broker.server import BrokerConfig, BrokerServer
@@ -326,3 +327,22 @@ def test_without_zookeeper_set_acl_znodes_stay_open(
     for rel in ("", paths.CONTROLLER, paths.CONTROLLER_EPOCH, paths.controller_endpoint_path(0)):
         acl, _ = superuser.get_acls(cluster.chroot + rel)
         assert list(acl) == open_acl, rel
+
+
+def test_the_brokers_default_is_sensitive_and_read_by_the_controller(
+    cluster: SecureCluster, anonymous: KazooClient
+) -> None:
+    """``configs alter --entity-type brokers --entity-default`` under ACLs: the znode gets
+    Kafka's sensitive ACL (no world read), and the controller, with the same identity, reads
+    it and takes the cluster's unclean default from it."""
+    security = zk_security(scheme="digest", credentials=":".join(DIGEST), set_acl=True)
+    controller = cluster.start_controller(0, **_secure(cluster, "digest", *DIGEST))
+    wait_until(lambda: controller.controller.is_active, what="controller 0 active")
+    with admin_session(cluster.connect, 10_000, security) as port:
+        admin_configs.alter_broker_default_config(port, {"unclean.leader.election.enable": "true"})
+    wait_until(
+        lambda: controller.controller.unclean_leader_election_default,
+        what="the controller to read the brokers' default",
+    )
+    with pytest.raises(NoAuthError):
+        anonymous.get(cluster.chroot + paths.BROKER_DEFAULT_CONFIG)
