@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.channel.sender import RequestKind
 from controller.core.election import (
-    ControlledShutdownPartitionLeaderElectionStrategy,
     OfflinePartitionLeaderElectionStrategy,
-    PreferredReplicaPartitionLeaderElectionStrategy,
 )
 from controller.core.errors import StateChangeFailedError
 from controller.core.model import (
@@ -31,23 +28,25 @@ from controller.core.model import (
     ReplicaState,
     TopicPartition,
 )
-from controller.zk import paths
 from controller.zk.errors import ConnectionLossError
 from tests.harness import ControllerHarness, touches
-from tests.unit.state_machines.kafka_fixture import BROKER, EPOCH, TP, assert_untouched, lice
-
-STATE_PATH = paths.partition_state_path("t", 0)
-
-New = PartitionState.NewPartition
-Online = PartitionState.OnlinePartition
-Offline = PartitionState.OfflinePartition
-NonExistent = PartitionState.NonExistentPartition
-
-LAI = RequestKind.LEADER_AND_ISR
-UMR = RequestKind.UPDATE_METADATA
-OFFLINE_STRATEGY = OfflinePartitionLeaderElectionStrategy(False)
-PREFERRED = PreferredReplicaPartitionLeaderElectionStrategy()
-CONTROLLED_SHUTDOWN = ControlledShutdownPartitionLeaderElectionStrategy()
+from tests.unit.state_machines.kafka_fixture import (
+    BROKER,
+    CONTROLLED_SHUTDOWN,
+    EPOCH,
+    LAI,
+    OFFLINE_STRATEGY,
+    PREFERRED,
+    STATE_PATH,
+    TP,
+    UMR,
+    New,
+    NonExistent,
+    Offline,
+    Online,
+    assert_untouched,
+    lice,
+)
 
 
 def assert_invalid(h: ControllerHarness, current: PartitionState, target: PartitionState) -> None:

@@ -15,28 +15,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.channel.sender import RequestKind
 from controller.core.model import (
     PartitionAndReplica,
     ReplicaAssignment,
     ReplicaState,
 )
 from tests.harness import ControllerHarness
-from tests.unit.state_machines.kafka_fixture import BROKER, EPOCH, TP, lice
-
-REPLICA = PartitionAndReplica(TP, BROKER)
-
-NewReplica = ReplicaState.NewReplica
-OnlineReplica = ReplicaState.OnlineReplica
-OfflineReplica = ReplicaState.OfflineReplica
-DeletionStarted = ReplicaState.ReplicaDeletionStarted
-DeletionSuccessful = ReplicaState.ReplicaDeletionSuccessful
-DeletionIneligible = ReplicaState.ReplicaDeletionIneligible
-NonExistentReplica = ReplicaState.NonExistentReplica
-
-LAI = RequestKind.LEADER_AND_ISR
-UMR = RequestKind.UPDATE_METADATA
-SR = RequestKind.STOP_REPLICA
+from tests.unit.state_machines.kafka_fixture import (
+    BROKER,
+    EPOCH,
+    LAI,
+    REPLICA,
+    SR,
+    TP,
+    UMR,
+    DeletionIneligible,
+    DeletionStarted,
+    DeletionSuccessful,
+    NewReplica,
+    NonExistentReplica,
+    OfflineReplica,
+    OnlineReplica,
+    lice,
+)
 
 
 def state(h: ControllerHarness, replica: PartitionAndReplica = REPLICA) -> ReplicaState:

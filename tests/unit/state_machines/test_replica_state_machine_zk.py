@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import pytest
 
-from controller.channel.sender import RequestKind
 from controller.core.model import (
     PartitionAndReplica,
     ReplicaAssignment,
@@ -23,19 +22,22 @@ from controller.core.model import (
 from controller.zk import paths
 from controller.zk.errors import ConnectionLossError, ControllerMovedError
 from tests.harness import ControllerHarness, touches
-from tests.unit.state_machines.kafka_fixture import BROKER, EPOCH, TP, lice
+from tests.unit.state_machines.kafka_fixture import (
+    BROKER,
+    EPOCH,
+    LAI,
+    REPLICA,
+    SR,
+    STATE_PATH,
+    TP,
+    UMR,
+    NewReplica,
+    OfflineReplica,
+    OnlineReplica,
+    lice,
+)
 
 OTHER = 6
-REPLICA = PartitionAndReplica(TP, BROKER)
-STATE_PATH = paths.partition_state_path("t", 0)
-
-NewReplica = ReplicaState.NewReplica
-OnlineReplica = ReplicaState.OnlineReplica
-OfflineReplica = ReplicaState.OfflineReplica
-
-LAI = RequestKind.LEADER_AND_ISR
-UMR = RequestKind.UPDATE_METADATA
-SR = RequestKind.STOP_REPLICA
 
 
 def online(h: ControllerHarness, *replicas: PartitionAndReplica) -> None:
