@@ -301,6 +301,26 @@ def test_elect_leaders_unknown_election_type_is_refused(
     assert elect(client, PREFERRED, ("t", 0)) == {"t-0": 1}  # still serving
 
 
+def stale_client(visited: list[str]) -> type[ControllerClient]:
+    """A ControllerClient whose first discovery names the standby (as when the controller has
+    just moved), recording every address it connects to in ``visited``."""
+
+    class StaleClient(ControllerClient):
+        first = True
+
+        def active_controller_id(self) -> int | None:
+            if self.first:
+                self.first = False
+                return CONTROLLER + 1
+            return super().active_controller_id()
+
+        def _channel(self, address: str) -> grpc.Channel:
+            visited.append(address)
+            return super()._channel(address)
+
+    return StaleClient
+
+
 def test_standby_answers_not_controller_naming_the_active_one(
     cluster: Cluster, client: ControllerClient
 ) -> None:
@@ -329,20 +349,7 @@ def test_standby_answers_not_controller_naming_the_active_one(
     # A client that first lands on the standby follows the hint to the active controller.
     visited: list[str] = []
 
-    class StaleClient(ControllerClient):
-        first = True
-
-        def active_controller_id(self) -> int | None:
-            if self.first:
-                self.first = False
-                return CONTROLLER + 1
-            return super().active_controller_id()
-
-        def _channel(self, address: str) -> grpc.Channel:
-            visited.append(address)
-            return super()._channel(address)
-
-    stale = StaleClient(client._port, timeout_s=15)
+    stale = stale_client(visited)(client._port, timeout_s=15)
     try:
         assert elect(stale, PREFERRED, ("t", 0)) == {"t-0": 1}
     finally:
@@ -419,20 +426,7 @@ def test_cli_follows_a_standby_to_the_active_controller(
     standby = cluster.start_controller(CONTROLLER + 1, **NO_AUTO_REBALANCE)
     visited: list[str] = []
 
-    class StaleClient(ControllerClient):
-        first = True
-
-        def active_controller_id(self) -> int | None:
-            if self.first:
-                self.first = False
-                return CONTROLLER + 1
-            return super().active_controller_id()
-
-        def _channel(self, address: str) -> grpc.Channel:
-            visited.append(address)
-            return super()._channel(address)
-
-    monkeypatch.setattr(elect_cmd, "ControllerClient", StaleClient)
+    monkeypatch.setattr(elect_cmd, "ControllerClient", stale_client(visited))
     code = main(["elect", "--zookeeper", cluster.connect, "--type", "preferred", "--topic", "t"])
     assert code == 0
     assert "Successfully completed leader election (PREFERRED) for partitions t-0" in (
