@@ -18,7 +18,9 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from controller.admin.configs import describe_broker_default_config
 from controller.admin.topics import TopicDescription, describe_topics, list_brokers
+from controller.core.election import UNCLEAN_CONFIG
 from controller.zk import codecs, paths
 from controller.zk.endpoints import decode_controller_endpoint
 from controller.zk.errors import MalformedZnodeError, NoNodeError
@@ -74,6 +76,11 @@ class ClusterStatus:
     deleting: list[str]
     elections: dict[str, float]  # the active controller's counters by type
     recent_elections: list[Election] = field(default_factory=list)
+    # unclean.leader.election.enable: the brokers' dynamic default (None: not set, each
+    # controller's own setting applies) and the topics that set it.
+    unclean_default: str | None = None
+    unclean_default_error: str | None = None
+    unclean_topics: dict[str, str] = field(default_factory=dict)
     leaders: dict[str, int | None] = field(default_factory=dict)  # for the tracker
 
     def to_json(self) -> dict[str, Any]:
@@ -197,6 +204,7 @@ def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) ->
     counts, offline, under, reassigning, leaders = _partition_lists(topics)
     controllers = _controllers(port, cluster.controller_id, scrape_timeout)
     active = next((c for c in controllers if c.active), None)
+    broker_default = describe_broker_default_config(port)
     return ClusterStatus(
         time=time.time(),
         active_controller=cluster.controller_id,
@@ -211,6 +219,11 @@ def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) ->
         reassignment_requested=port.exists(paths.REASSIGN_PARTITIONS) is not None,
         deleting=sorted(t.name for t in topics if t.marked_for_deletion),
         elections=dict(active.elections) if active else {},
+        unclean_default=broker_default.config.get(UNCLEAN_CONFIG),
+        unclean_default_error=broker_default.error,
+        unclean_topics={
+            t.name: t.configs[UNCLEAN_CONFIG] for t in topics if UNCLEAN_CONFIG in t.configs
+        },
         leaders=leaders,
     )
 
@@ -244,6 +257,20 @@ def _names(items: list[str], limit: int = LIST_LIMIT) -> str:
 
 def _leader(leader: int | None) -> str:
     return "none" if leader is None or leader < 0 else str(leader)
+
+
+def _unclean_line(status: ClusterStatus) -> str:
+    if status.unclean_default_error is not None:
+        default = f"unreadable ({status.unclean_default_error})"
+    elif status.unclean_default is None:
+        default = "not set (each controller's own setting)"
+    else:
+        default = status.unclean_default
+    topics = [f"{t}={v}" for t, v in sorted(status.unclean_topics.items())]
+    return (
+        f"Unclean leader election: brokers' default {default}; "
+        f"topics setting it: {_names(topics) if topics else 'none'}"
+    )
 
 
 def render(status: ClusterStatus, *, source: str = "") -> str:
@@ -287,6 +314,7 @@ def render(status: ClusterStatus, *, source: str = "") -> str:
         lines.append(f"  offline: {_names(status.offline)}")
     if status.under_replicated:
         lines.append(f"  under-replicated: {_names(status.under_replicated)}")
+    lines.append(_unclean_line(status))
     lines.append("")
     requested = " (request pending in /admin/reassign_partitions)"
     lines.append(

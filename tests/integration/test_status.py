@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from controller.admin import configs
+from controller.admin.client import admin_session
 from controller.status import ElectionTracker, collect_status
 from controller.zk.kazoo_port import KazooPort
 from tests.cluster import Cluster
@@ -153,6 +155,35 @@ def test_recent_leader_changes_are_tracked_between_refreshes(cluster: Cluster) -
         assert len(third.recent_elections) == 1
     finally:
         port.stop()
+
+
+def test_status_shows_where_unclean_elections_are_allowed(cluster: Cluster) -> None:
+    cluster.start_broker(1)
+    cluster.start_controller(0)
+    cluster.active_controller()
+    cluster.create_topic("t", {0: [1]})
+    cluster.create_topic("u", {0: [1]})
+    doc = status_json(cluster.connect)
+    assert (doc["unclean_default"], doc["unclean_default_error"], doc["unclean_topics"]) == (
+        None,
+        None,
+        {},
+    )
+    text = status(cluster.connect, "--once").stdout
+    assert "Unclean leader election: brokers' default not set" in text
+    assert "topics setting it: none" in text
+    with admin_session(cluster.connect, 10_000) as port:
+        configs.alter_topic_config(port, "t", {"unclean.leader.election.enable": "true"})
+        configs.alter_topic_config(port, "u", {"unclean.leader.election.enable": "false"})
+        configs.alter_broker_default_config(port, {"unclean.leader.election.enable": "false"})
+    doc = status_json(cluster.connect)
+    assert doc["unclean_default"] == "false"
+    assert doc["unclean_topics"] == {"t": "true", "u": "false"}
+    text = status(cluster.connect, "--once").stdout
+    assert (
+        "Unclean leader election: brokers' default false; topics setting it: t=true, u=false"
+        in text
+    )
 
 
 def test_live_view_redraws_in_place_on_a_terminal(cluster: Cluster) -> None:
