@@ -28,6 +28,12 @@ from controller.core.model import LeaderAndIsr, ReplicaAssignment, TopicPartitio
 #: The topic config (and dynamic broker default) that allows unclean elections.
 UNCLEAN_CONFIG: Final = "unclean.leader.election.enable"
 
+
+def unclean_enabled(config: dict[str, str], default: bool) -> bool:
+    """The effective setting: the topic override (``"true"`` in any case), else the default."""
+    value = config.get(UNCLEAN_CONFIG)
+    return default if value is None else value.strip().lower() == "true"
+
 # --------------------------------------------------------------------------------------------
 # Algorithms (spec 3.3). Each returns the chosen leader or None.
 # --------------------------------------------------------------------------------------------

@@ -17,7 +17,6 @@ import structlog
 
 from controller.core import transitions
 from controller.core.election import (
-    UNCLEAN_CONFIG,
     ControlledShutdownPartitionLeaderElectionStrategy,
     ElectionResult,
     ElectionStrategy,
@@ -29,6 +28,7 @@ from controller.core.election import (
     leader_for_offline,
     leader_for_preferred,
     leader_for_reassign,
+    unclean_enabled,
 )
 from controller.core.errors import StateChangeFailedError
 from controller.core.model import (
@@ -385,8 +385,7 @@ class PartitionStateMachine:
                     for tp in tps:
                         failed[tp] = config
                     continue
-                value = (config or {}).get(UNCLEAN_CONFIG)
-                enabled = default if value is None else value.strip().lower() == "true"
+                enabled = unclean_enabled(config or {}, default)
                 for tp in tps:
                     out[tp] = enabled
         return out

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import structlog
 
 from controller.core.controller_state import ControllerState
-from controller.core.election import UNCLEAN_CONFIG
+from controller.core.election import UNCLEAN_CONFIG, unclean_enabled
 from controller.core.events import (
     ControllerEvent,
     TopicUncleanLeaderElectionEnable,
@@ -81,12 +81,6 @@ def sequence_number(name: str) -> int | None:
         return None
     digits = name[len(paths.CONFIG_CHANGE_PREFIX) :]
     return int(digits) if digits.isascii() and digits.isdigit() else None
-
-
-def unclean_enabled(config: dict[str, str], default: bool) -> bool:
-    """The effective setting: the topic override (``"true"`` in any case), else the default."""
-    value = config.get(UNCLEAN_CONFIG)
-    return default if value is None else value.strip().lower() == "true"
 
 
 def load_dynamic_broker_defaults(ctl: Controller) -> bool:

@@ -15,9 +15,17 @@ from controller.core.election import (
 from controller.core.model import (
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
-    PartitionState,
-    ReplicaState,
     TopicPartition,
+)
+from controller.core.partition_state_machine import New, NonExistent, Offline, Online
+from controller.core.replica_state_machine import (
+    DeletionIneligible,
+    DeletionStarted,
+    DeletionSuccessful,
+    NewReplica,
+    NonExistentReplica,
+    OfflineReplica,
+    OnlineReplica,
 )
 from controller.zk import paths
 from tests.harness import ControllerHarness, leadership
@@ -27,19 +35,6 @@ EPOCH = 50
 TP = TopicPartition("t", 0)
 STATE_PATH = paths.partition_state_path("t", 0)
 REPLICA = PartitionAndReplica(TP, BROKER)
-
-New = PartitionState.NewPartition
-Online = PartitionState.OnlinePartition
-Offline = PartitionState.OfflinePartition
-NonExistent = PartitionState.NonExistentPartition
-
-NewReplica = ReplicaState.NewReplica
-OnlineReplica = ReplicaState.OnlineReplica
-OfflineReplica = ReplicaState.OfflineReplica
-DeletionStarted = ReplicaState.ReplicaDeletionStarted
-DeletionSuccessful = ReplicaState.ReplicaDeletionSuccessful
-DeletionIneligible = ReplicaState.ReplicaDeletionIneligible
-NonExistentReplica = ReplicaState.NonExistentReplica
 
 LAI = RequestKind.LEADER_AND_ISR
 UMR = RequestKind.UPDATE_METADATA
@@ -59,3 +54,32 @@ def assert_untouched(h: ControllerHarness, zxid: int) -> None:
     """No ZooKeeper write and no request since ``zxid`` was taken."""
     assert h.zxid == zxid
     assert h.channel.sent == []
+
+
+# Re-exported: the state machines' own short names for states, with the setting above.
+__all__ = [
+    "BROKER",
+    "CONTROLLED_SHUTDOWN",
+    "EPOCH",
+    "LAI",
+    "OFFLINE_STRATEGY",
+    "PREFERRED",
+    "REPLICA",
+    "SR",
+    "STATE_PATH",
+    "TP",
+    "UMR",
+    "DeletionIneligible",
+    "DeletionStarted",
+    "DeletionSuccessful",
+    "New",
+    "NewReplica",
+    "NonExistent",
+    "NonExistentReplica",
+    "Offline",
+    "OfflineReplica",
+    "Online",
+    "OnlineReplica",
+    "assert_untouched",
+    "lice",
+]
