@@ -25,7 +25,6 @@ import threading
 import time
 import types
 from collections.abc import Callable
-from types import FrameType
 
 import structlog
 
@@ -52,6 +51,7 @@ from controller.rpc.service import ControllerServicer
 from controller.security import authz
 from controller.security.acls import zk_security_from_config
 from controller.security.tls import ClientTls, client_tls, server_tls
+from controller.signals import SignalInbox
 from controller.state_change_log import StateChangeLog
 from controller.zk import paths
 from controller.zk.endpoints import ControllerEndpoint, encode_controller_endpoint
@@ -167,8 +167,6 @@ class ControllerDaemon:
         self.grpc.add_controller_service(ControllerServicer(self.controller))
         self.grpc.add_admin_service(AdminServicer(self.controller))
         self.http: ControllerHttpServer | None = None
-        self._stop = threading.Event()
-        self._reload = threading.Event()
         self._stopped = False
         self._endpoint_lost = False
 
@@ -278,29 +276,15 @@ class ControllerDaemon:
 
     # -- foreground run ------------------------------------------------------------------
 
-    def request_stop(self, signum: int = signal.SIGTERM, frame: FrameType | None = None) -> None:
-        self._stop.set()
-
-    def request_reload(self, signum: int = signal.SIGHUP, frame: FrameType | None = None) -> None:
-        self._reload.set()
-        self._stop.set()  # wake the main loop; it tells reload from stop
-
     def run_forever(self) -> None:
         """Run until SIGTERM/SIGINT; SIGHUP reloads (see the module docstring)."""
-        signal.signal(signal.SIGTERM, self.request_stop)
-        signal.signal(signal.SIGINT, self.request_stop)
-        signal.signal(signal.SIGHUP, self.request_reload)
+        inbox = SignalInbox((signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
         self.start()
         try:
-            while True:
-                self._stop.wait()
-                if self._reload.is_set():
-                    self._reload.clear()
-                    self._stop.clear()
-                    self._on_reload()
-                    continue
-                break
+            while inbox.wait() == signal.SIGHUP:
+                self._on_reload()
         finally:
+            inbox.restore()
             self.stop()
 
     def _on_reload(self) -> None:

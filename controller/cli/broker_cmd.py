@@ -21,8 +21,6 @@ import argparse
 import os
 import signal
 import sys
-import threading
-from types import FrameType
 from typing import Any
 
 import structlog
@@ -48,6 +46,7 @@ from controller.security.cli import (
     zk_security_from_args,
 )
 from controller.security.tls import TlsConfigError
+from controller.signals import SignalInbox
 from controller.zk.errors import ZkError
 from controller.zk.kazoo_port import KazooPort
 
@@ -185,14 +184,7 @@ def broker_command(args: argparse.Namespace) -> int:
         print(f"zk-controller broker: {exc}", file=sys.stderr)
         return 2
 
-    stop_requested = threading.Event()
-    stop_signal: list[int] = []
-
-    def request_stop(signum: int, frame: FrameType | None) -> None:
-        stop_signal.append(signum)  # handlers only set a flag; the main thread does the work
-        stop_requested.set()
-
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    inbox = SignalInbox((signal.SIGINT, signal.SIGTERM))
     config = BrokerConfig(
         broker_id=args.broker_id,
         listen=args.listen,
@@ -216,8 +208,7 @@ def broker_command(args: argparse.Namespace) -> int:
         server = BrokerServer(config, zk)
     except TlsConfigError as exc:  # unreadable or mismatched certificate files
         print(f"zk-controller broker: {exc}", file=sys.stderr)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        inbox.restore()
         return 2
     try:
         try:
@@ -235,8 +226,9 @@ def broker_command(args: argparse.Namespace) -> int:
             broker_epoch=server.broker_epoch,
             address=server.address,
         )
-        stop_requested.wait()
-        log.info("stopping broker", signal=signal.Signals(stop_signal[0]).name)
+        signum = inbox.wait()
+        assert signum is not None  # no timeout
+        log.info("stopping broker", signal=signal.Signals(signum).name)
         # Kafka's controlled shutdown: leadership moves away while we still serve (the
         # controller's LeaderAndIsr/StopReplica must reach us), then we deregister.
         server.controlled_shutdown()
@@ -244,5 +236,4 @@ def broker_command(args: argparse.Namespace) -> int:
     finally:
         server.stop(grace=5.0)
         zk.stop()  # closing the session also removes the ephemeral registration
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        inbox.restore()

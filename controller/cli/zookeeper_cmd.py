@@ -10,10 +10,9 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
-from types import FrameType
 from typing import Any
 
+from controller.signals import SignalInbox
 from controller.zk.server import (
     DEFAULT_HEAP,
     LocalZooKeeper,
@@ -39,12 +38,7 @@ def register(subparsers: Any) -> None:
 
 
 def start_command(args: argparse.Namespace) -> int:
-    stop_requested = threading.Event()
-
-    def request_stop(signum: int, frame: FrameType | None) -> None:
-        stop_requested.set()  # handlers only set a flag; the main loop does the work
-
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    inbox = SignalInbox((signal.SIGINT, signal.SIGTERM))
     server = LocalZooKeeper(args.port, args.data_dir, heap=args.heap)
     try:
         try:
@@ -63,7 +57,7 @@ def start_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-        while not stop_requested.wait(0.5):
+        while inbox.wait(0.5) is None:
             if not server.running:
                 print(
                     f"zk-controller: ZooKeeper exited unexpectedly; log {server.log_path}:\n"
@@ -75,5 +69,4 @@ def start_command(args: argparse.Namespace) -> int:
         return 0
     finally:
         server.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        inbox.restore()

@@ -1,0 +1,54 @@
+"""Stop and reload signals for the foreground commands (the daemon, the broker, ZooKeeper).
+
+Two CPython facts shape this. A signal sent to the process may be delivered to any thread
+(gRPC's and kazoo's included); the handler then runs in the main thread, but only once the main
+thread next executes bytecode, and a delivery to another thread does not interrupt a main
+thread blocked in a lock (``threading.Event.wait()`` without a timeout), which would then sleep
+through SIGTERM. And a handler runs between any two bytecodes of the main thread, so one that
+takes a lock (``Event.set`` does) can deadlock against the main thread holding it. Hence: the
+handler only records the signal, and the main thread waits in short sleeps.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import deque
+from collections.abc import Iterable
+from types import FrameType
+from typing import Any
+
+#: How long a waiting main thread may sleep through a signal delivered to another thread.
+POLL_S = 0.2
+
+
+class SignalInbox:
+    """Records ``signals`` while installed; ``wait`` returns the next one."""
+
+    def __init__(self, signals: Iterable[int]) -> None:
+        self._received: deque[int] = deque()
+        self._previous: dict[int, Any] = {
+            sig: signal.signal(sig, self._record) for sig in signals
+        }
+
+    def _record(self, signum: int, frame: FrameType | None) -> None:
+        self._received.append(signum)  # no lock taken: see the module docstring
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The next signal received, waiting up to ``timeout`` seconds (None: for ever);
+        None when the time ran out first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._received:
+            if deadline is None:
+                time.sleep(POLL_S)
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            time.sleep(min(POLL_S, left))
+        return self._received.popleft()
+
+    def restore(self) -> None:
+        """Put back the handlers that were installed before."""
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
