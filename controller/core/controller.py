@@ -79,6 +79,8 @@ class Controller:
         # (Kafka's TopicDeletionManager) and partition reassignment.
         self.topic_deletion_manager: Any = None
         self.reassignments: Any = None
+        # Feature versioning (handlers.features): the finalized features, broker compatibility.
+        self.features: Any = None
         self.events = ControllerEventManager(
             self,
             on_queue_time=metrics.observe_event_queue_time if metrics else None,

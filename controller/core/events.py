@@ -224,6 +224,15 @@ class AlterPartitionReceived(ReplyingEvent):
 
 
 @dataclass(eq=False)
+class AllocateProducerIds(ReplyingEvent):
+    """A broker asks for a block of producer ids (KIP-730); answered with a
+    ``ProducerIdBlock``. Kafka processes it under no controller state (Idle)."""
+
+    broker_id: int = -1
+    broker_epoch: int = -1
+
+
+@dataclass(eq=False)
 class LeaderAndIsrResponseReceived(ControllerEvent):
     state: ClassVar[ControllerState] = ControllerState.LeaderAndIsrResponseReceived
     broker_id: int = -1
@@ -246,6 +255,19 @@ class IsrChangeNotification(ControllerEvent):
 @dataclass(eq=False)
 class LogDirEventNotification(ControllerEvent):
     state: ClassVar[ControllerState] = ControllerState.LogDirChange
+
+
+# -- features ------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class UpdateFeatures(ReplyingEvent):
+    """Admin request to change finalized features (KIP-584); answered with
+    ``{feature: ApiError | None}`` (None: applied, or valid under ``validate_only``)."""
+
+    state: ClassVar[ControllerState] = ControllerState.UpdateFeatures
+    updates: tuple[Any, ...] = ()  # core.features.FeatureUpdateItem
+    validate_only: bool = False
 
 
 # -- diagnostics ---------------------------------------------------------------------------

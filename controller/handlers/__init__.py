@@ -11,6 +11,8 @@
 - ``elections``     preferred/unclean elections (ZooKeeper and admin API), auto rebalance
 - ``shutdown``      controlled shutdown of a broker
 - ``config_changes`` the ``/config/changes`` watch (a topic's unclean election turned on)
+- ``features``      feature versioning: ``/feature``, UpdateFeatures, broker compatibility
+- ``producer_ids``  producer-id blocks for brokers (AllocateProducerIds)
 
 Each handler class exposes ``handlers()``: a map from event type to the method handling it.
 Handlers that add steps to the end of controller failover call
@@ -31,9 +33,11 @@ def all_handlers(ctl: Controller) -> list[Any]:
     from controller.handlers.config_changes import ConfigChanges
     from controller.handlers.deletion import TopicDeletionHandler
     from controller.handlers.elections import LeaderElections
+    from controller.handlers.features import FeatureVersioning
     from controller.handlers.isr import IsrChanges
     from controller.handlers.log_dirs import LogDirEvents
     from controller.handlers.membership import BrokerMembership
+    from controller.handlers.producer_ids import ProducerIdAllocation
     from controller.handlers.reassignment import PartitionReassignments
     from controller.handlers.responses import BrokerResponses
     from controller.handlers.shutdown import ControlledShutdownHandler
@@ -53,4 +57,6 @@ def all_handlers(ctl: Controller) -> list[Any]:
         ConfigChanges(ctl),
         IsrChanges(ctl),
         LogDirEvents(ctl),
+        FeatureVersioning(ctl),
+        ProducerIdAllocation(ctl),
     ]

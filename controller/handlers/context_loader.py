@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING
 import structlog
 
 from controller.core.model import TopicPartition
-from controller.handlers.membership import register_broker_modifications_handlers
+from controller.handlers.membership import (
+    compatible_brokers,
+    register_broker_modifications_handlers,
+)
 from controller.handlers.topics import (
     process_topic_ids,
     register_partition_modifications_handlers,
@@ -35,7 +38,8 @@ def initialize_controller_context(ctl: Controller) -> None:
     ctx = ctl.context
     gateway = ctl.gateway
     unreadable: dict[int, int] = {}
-    brokers = gateway.get_all_broker_and_epochs(unreadable)  # arms the /brokers/ids child watch
+    registered = gateway.get_all_broker_and_epochs(unreadable)  # arms the /brokers/ids watch
+    brokers = compatible_brokers(ctl, registered)
     ctx.set_live_brokers({b.broker: b.epoch for b in brokers.values()})
     topics = gateway.get_all_topics(watch=True)
     ctx.set_all_topics(topics)
@@ -48,8 +52,9 @@ def initialize_controller_context(ctl: Controller) -> None:
         store_assignments(ctl, assignments.values())
     ctx.clear_partition_leadership_info()
     ctx.shutting_down_broker_ids.clear()
-    # Unreadable registrations are watched too: a repair brings the broker in.
-    register_broker_modifications_handlers(ctl, sorted(set(brokers) | set(unreadable)))
+    # Unreadable and incompatible registrations are watched too: a repair or a re-registration
+    # with other features brings the broker in.
+    register_broker_modifications_handlers(ctl, sorted(set(registered) | set(unreadable)))
     update_leader_and_isr_cache(ctl)
     ctl.channel.startup(brokers.values())
     log.info(

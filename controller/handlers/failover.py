@@ -237,6 +237,8 @@ class ControllerElection:
         ctl = self.ctl
         gateway = ctl.gateway
         epoch_zk_version = ctl.context.epoch_zk_version
+        if ctl.features is not None:
+            ctl.features.setup_feature_versioning()  # step 1: /feature, before brokers are read
         for handler in self._child_handlers():
             gateway.register_child_handler(handler)
         for change in self._admin_handlers():

@@ -3,7 +3,7 @@ broker epoch, ``BrokerModifications``, and the start-up/failure callbacks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -34,6 +34,17 @@ def register_broker_modifications_handlers(ctl: Controller, broker_ids: Iterable
                 on_data_change=lambda b=broker_id: ctl.put(BrokerModifications(broker_id=b)),
             )
         )
+
+
+def compatible_brokers(
+    ctl: Controller, brokers: Mapping[int, BrokerAndEpoch]
+) -> dict[int, BrokerAndEpoch]:
+    """The brokers that support every finalized feature (reference §2.12); the others are
+    left out of the live set, logged, until they re-register with other features."""
+    if ctl.features is None or not brokers:
+        return dict(brokers)
+    ok = ctl.features.compatible({b: be.broker.features for b, be in brokers.items()})
+    return {b: brokers[b] for b in ok}
 
 
 def on_replicas_become_offline(ctl: Controller, replicas: Iterable[PartitionAndReplica]) -> None:
@@ -96,11 +107,20 @@ class BrokerMembership:
             bounced_brokers=bounced,
             live_brokers=sorted(current),
         )
+        if ctl.features is not None:
+            ctl.features.retain_registered(set(current))
+        # Registrations that cannot run the finalized features stay out (Kafka adds them to
+        # the channel anyway; here they are not brokers of the cluster until they can).
+        joining = compatible_brokers(ctl, {b: current[b] for b in new + bounced})
+        refused = [b for b in new if b not in joining]
+        new = [b for b in new if b in joining]
+        returning = [b for b in bounced if b in joining]
         for b in new:
             ctl.channel.add_broker(current[b].broker, current[b].epoch)
         for b in bounced:
             ctl.channel.remove_broker(b)
-            ctl.channel.add_broker(current[b].broker, current[b].epoch)
+            if b in joining:
+                ctl.channel.add_broker(current[b].broker, current[b].epoch)
         for b in dead:
             ctl.channel.remove_broker(b)
         if new:
@@ -109,14 +129,16 @@ class BrokerMembership:
         if bounced:
             ctx.remove_live_brokers(bounced)
             self.on_broker_failure(bounced)
-            ctx.add_live_brokers({current[b].broker: current[b].epoch for b in bounced})
-            self.on_broker_startup(bounced)
+            if returning:
+                ctx.add_live_brokers({current[b].broker: current[b].epoch for b in returning})
+                self.on_broker_startup(returning)
         if dead:
             ctx.remove_live_brokers(dead)
             self.on_broker_failure(dead)
-        # Registrations we cannot read are watched (after on_broker_failure dropped the
-        # handlers of the dead), so that a repair brings the broker in.
-        register_broker_modifications_handlers(ctl, sorted(set(unreadable) - set(current)))
+        # Registrations we cannot read or had to refuse are watched (after on_broker_failure
+        # dropped the handlers of the dead), so that a repair or new features bring them in.
+        watch = set(unreadable) - set(current) | set(refused) | set(bounced) - set(returning)
+        register_broker_modifications_handlers(ctl, sorted(watch))
 
     def on_broker_startup(self, new_brokers: Sequence[int]) -> None:
         ctl = self.ctl

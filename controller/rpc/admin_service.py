@@ -6,7 +6,9 @@ handlers (``controller.handlers``) is the value each event's ``reply`` future re
 - ``ApiPartitionReassignment``: ``{TopicPartition: ApiError | None}`` (None = accepted);
 - ``ListPartitionReassignments``: ``{TopicPartition: ReplicaAssignment}``;
 - ``ReplicaLeaderElection`` (AdminClient-triggered): ``{TopicPartition: int | ApiError}``,
-  the new leader id or the per-partition error.
+  the new leader id or the per-partition error;
+- ``UpdateFeatures``: ``{feature: ApiError | None}`` (None = applied, or valid when only
+  validating).
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from controller.core.events import (
     ElectionType,
     ListPartitionReassignments,
     ReplicaLeaderElection,
+    UpdateFeatures,
 )
+from controller.core.features import FeatureUpdateItem, UpgradeType
 from controller.core.model import ReplicaAssignment, TopicPartition
 from controller.rpc.calls import await_reply, error_code
 
@@ -153,3 +157,31 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
                     )
                 )
         return admin_pb2.ElectLeadersResponse(results=results)
+
+    def UpdateFeatures(
+        self, request: admin_pb2.UpdateFeaturesRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.UpdateFeaturesResponse:
+        updates = tuple(
+            FeatureUpdateItem(u.feature, u.max_version_level, UpgradeType.from_code(u.upgrade_type))
+            for u in request.feature_updates
+        )
+        event = UpdateFeatures(updates=updates, validate_only=request.validate_only)
+        try:
+            outcome: Mapping[str, ApiError | None] = await_reply(
+                self._ctl, event, context, request.timeout_ms
+            )
+        except Exception as exc:
+            return admin_pb2.UpdateFeaturesResponse(
+                error_code=error_code(self._ctl, exc, context, "UpdateFeatures"),
+                error_message=str(exc),
+            )
+        return admin_pb2.UpdateFeaturesResponse(
+            results=[
+                admin_pb2.UpdatableFeatureResult(feature=name)
+                if result is None
+                else admin_pb2.UpdatableFeatureResult(
+                    feature=name, error_code=int(result.error), error_message=str(result)
+                )
+                for name, result in sorted(outcome.items())
+            ]
+        )

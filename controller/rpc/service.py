@@ -13,7 +13,7 @@ import grpc
 
 from controller.api.errors import Errors
 from controller.api.v1 import common_pb2, controller_pb2, controller_pb2_grpc
-from controller.core.events import AlterPartitionReceived, ControlledShutdown
+from controller.core.events import AllocateProducerIds, AlterPartitionReceived, ControlledShutdown
 from controller.rpc.calls import await_reply, error_code
 
 if TYPE_CHECKING:
@@ -52,3 +52,19 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
             return controller_pb2.AlterPartitionResponse(
                 error_code=error_code(self._ctl, exc, context, "AlterPartition")
             )
+
+    def AllocateProducerIds(
+        self, request: controller_pb2.AllocateProducerIdsRequest, context: grpc.ServicerContext
+    ) -> controller_pb2.AllocateProducerIdsResponse:
+        event = AllocateProducerIds(broker_id=request.broker_id, broker_epoch=request.broker_epoch)
+        try:
+            block = await_reply(self._ctl, event, context)
+        except Exception as exc:
+            return controller_pb2.AllocateProducerIdsResponse(
+                error_code=error_code(self._ctl, exc, context, "AllocateProducerIds")
+            )
+        return controller_pb2.AllocateProducerIdsResponse(
+            error_code=Errors.NONE,
+            producer_id_start=block.block_start,
+            producer_id_len=block.size,
+        )

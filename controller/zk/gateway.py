@@ -43,6 +43,7 @@ from controller.zk.errors import (
 )
 from controller.zk.fenced import FencedWriter
 from controller.zk.gateway_admin import AdminZnodes
+from controller.zk.gateway_cluster import ClusterZnodes
 from controller.zk.port import Create, Delete, Op, OpResult, ReadResult, SetData, ZkPort
 from controller.zk.watches import (
     ChildrenDataChangeHandler,
@@ -65,7 +66,7 @@ class UpdateLeaderAndIsrResult:
     to_retry: set[TopicPartition]
 
 
-class ZkGateway(AdminZnodes):
+class ZkGateway(AdminZnodes, ClusterZnodes):
     def __init__(self, port: ZkPort, *, read_batch: int = 1000) -> None:
         self.port = port
         self.watches = WatchRegistry()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from controller.channel.batch import ControllerBrokerRequestBatch
@@ -200,14 +201,25 @@ class ControllerHarness:
 
     # -- brokers -------------------------------------------------------------------------
 
-    def register_broker(self, broker_id: int, **kwargs: Any) -> BrokerAndEpoch:
+    def register_broker(
+        self,
+        broker_id: int,
+        *,
+        features: Mapping[str, tuple[int, int]] | None = None,
+        **kwargs: Any,
+    ) -> BrokerAndEpoch:
         """A broker registers ``/brokers/ids/N`` from its own session (ephemeral, epoch =
-        czxid). ``kwargs`` go to ``make_broker``."""
+        czxid), advertising ``features`` ({name: (min, max)}). ``kwargs`` go to
+        ``make_broker``."""
         broker = make_broker(broker_id, **kwargs)
+        if features:
+            broker = replace(broker, features=dict(features))
         session = self.broker_sessions.get(broker_id)
         if session is None:
             session = self.broker_sessions[broker_id] = self.zk.open_session(chroot=self.chroot)
-        reg = codecs.BrokerRegistration(broker_id, broker.endpoints, broker.rack)
+        reg = codecs.BrokerRegistration(
+            broker_id, broker.endpoints, broker.rack, features=dict(broker.features)
+        )
         session.ensure_path(paths.BROKERS_IDS)
         session.create(
             paths.broker_path(broker_id), codecs.encode_broker_registration(reg), ephemeral=True

@@ -12,8 +12,19 @@ class ElectionType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ELECTION_TYPE_PREFERRED: _ClassVar[ElectionType]
     ELECTION_TYPE_UNCLEAN: _ClassVar[ElectionType]
+
+class FeatureUpgradeType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FEATURE_UPGRADE_TYPE_UNKNOWN: _ClassVar[FeatureUpgradeType]
+    FEATURE_UPGRADE_TYPE_UPGRADE: _ClassVar[FeatureUpgradeType]
+    FEATURE_UPGRADE_TYPE_SAFE_DOWNGRADE: _ClassVar[FeatureUpgradeType]
+    FEATURE_UPGRADE_TYPE_UNSAFE_DOWNGRADE: _ClassVar[FeatureUpgradeType]
 ELECTION_TYPE_PREFERRED: ElectionType
 ELECTION_TYPE_UNCLEAN: ElectionType
+FEATURE_UPGRADE_TYPE_UNKNOWN: FeatureUpgradeType
+FEATURE_UPGRADE_TYPE_UPGRADE: FeatureUpgradeType
+FEATURE_UPGRADE_TYPE_SAFE_DOWNGRADE: FeatureUpgradeType
+FEATURE_UPGRADE_TYPE_UNSAFE_DOWNGRADE: FeatureUpgradeType
 
 class ReassignablePartition(_message.Message):
     __slots__ = ("topic", "partition", "replicas", "cancel")
@@ -120,3 +131,43 @@ class ElectLeadersResponse(_message.Message):
     error_message: str
     results: _containers.RepeatedCompositeFieldContainer[ElectionResult]
     def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., results: _Optional[_Iterable[_Union[ElectionResult, _Mapping]]] = ...) -> None: ...
+
+class FeatureUpdate(_message.Message):
+    __slots__ = ("feature", "max_version_level", "upgrade_type")
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    MAX_VERSION_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    UPGRADE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    feature: str
+    max_version_level: int
+    upgrade_type: FeatureUpgradeType
+    def __init__(self, feature: _Optional[str] = ..., max_version_level: _Optional[int] = ..., upgrade_type: _Optional[_Union[FeatureUpgradeType, str]] = ...) -> None: ...
+
+class UpdateFeaturesRequest(_message.Message):
+    __slots__ = ("feature_updates", "timeout_ms", "validate_only")
+    FEATURE_UPDATES_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    feature_updates: _containers.RepeatedCompositeFieldContainer[FeatureUpdate]
+    timeout_ms: int
+    validate_only: bool
+    def __init__(self, feature_updates: _Optional[_Iterable[_Union[FeatureUpdate, _Mapping]]] = ..., timeout_ms: _Optional[int] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class UpdatableFeatureResult(_message.Message):
+    __slots__ = ("feature", "error_code", "error_message")
+    FEATURE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    feature: str
+    error_code: _common_pb2.ErrorCode
+    error_message: str
+    def __init__(self, feature: _Optional[str] = ..., error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class UpdateFeaturesResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "results")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    error_code: _common_pb2.ErrorCode
+    error_message: str
+    results: _containers.RepeatedCompositeFieldContainer[UpdatableFeatureResult]
+    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., results: _Optional[_Iterable[_Union[UpdatableFeatureResult, _Mapping]]] = ...) -> None: ...

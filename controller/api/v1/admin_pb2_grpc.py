@@ -50,6 +50,11 @@ class AdminServiceStub:
                 request_serializer=controller_dot_api_dot_v1_dot_admin__pb2.ElectLeadersRequest.SerializeToString,
                 response_deserializer=controller_dot_api_dot_v1_dot_admin__pb2.ElectLeadersResponse.FromString,
                 _registered_method=True)
+        self.UpdateFeatures = channel.unary_unary(
+                '/zkcontroller.v1.AdminService/UpdateFeatures',
+                request_serializer=controller_dot_api_dot_v1_dot_admin__pb2.UpdateFeaturesRequest.SerializeToString,
+                response_deserializer=controller_dot_api_dot_v1_dot_admin__pb2.UpdateFeaturesResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -77,6 +82,14 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateFeatures(self, request, context):
+        """Finalize, upgrade, downgrade or delete cluster-wide feature version levels (Kafka's
+        UpdateFeatures, KIP-584), stored in /feature.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -94,6 +107,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ElectLeaders,
                     request_deserializer=controller_dot_api_dot_v1_dot_admin__pb2.ElectLeadersRequest.FromString,
                     response_serializer=controller_dot_api_dot_v1_dot_admin__pb2.ElectLeadersResponse.SerializeToString,
+            ),
+            'UpdateFeatures': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateFeatures,
+                    request_deserializer=controller_dot_api_dot_v1_dot_admin__pb2.UpdateFeaturesRequest.FromString,
+                    response_serializer=controller_dot_api_dot_v1_dot_admin__pb2.UpdateFeaturesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -178,6 +196,33 @@ class AdminService:
             '/zkcontroller.v1.AdminService/ElectLeaders',
             controller_dot_api_dot_v1_dot_admin__pb2.ElectLeadersRequest.SerializeToString,
             controller_dot_api_dot_v1_dot_admin__pb2.ElectLeadersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateFeatures(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/zkcontroller.v1.AdminService/UpdateFeatures',
+            controller_dot_api_dot_v1_dot_admin__pb2.UpdateFeaturesRequest.SerializeToString,
+            controller_dot_api_dot_v1_dot_admin__pb2.UpdateFeaturesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -44,6 +44,7 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INVALID_UPDATE_VERSION: _ClassVar[ErrorCode]
     FEATURE_UPDATE_FAILED: _ClassVar[ErrorCode]
     UNKNOWN_TOPIC_ID: _ClassVar[ErrorCode]
+    BROKER_ID_NOT_REGISTERED: _ClassVar[ErrorCode]
     INCONSISTENT_TOPIC_ID: _ClassVar[ErrorCode]
     INELIGIBLE_REPLICA: _ClassVar[ErrorCode]
     NEW_LEADER_ELECTED: _ClassVar[ErrorCode]
@@ -102,6 +103,7 @@ NO_REASSIGNMENT_IN_PROGRESS: ErrorCode
 INVALID_UPDATE_VERSION: ErrorCode
 FEATURE_UPDATE_FAILED: ErrorCode
 UNKNOWN_TOPIC_ID: ErrorCode
+BROKER_ID_NOT_REGISTERED: ErrorCode
 INCONSISTENT_TOPIC_ID: ErrorCode
 INELIGIBLE_REPLICA: ErrorCode
 NEW_LEADER_ELECTED: ErrorCode

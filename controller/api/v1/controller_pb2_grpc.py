@@ -45,6 +45,11 @@ class ControllerServiceStub:
                 request_serializer=controller_dot_api_dot_v1_dot_controller__pb2.AlterPartitionRequest.SerializeToString,
                 response_deserializer=controller_dot_api_dot_v1_dot_controller__pb2.AlterPartitionResponse.FromString,
                 _registered_method=True)
+        self.AllocateProducerIds = channel.unary_unary(
+                '/zkcontroller.v1.ControllerService/AllocateProducerIds',
+                request_serializer=controller_dot_api_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.SerializeToString,
+                response_deserializer=controller_dot_api_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
@@ -67,6 +72,15 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AllocateProducerIds(self, request, context):
+        """A broker asks for a block of producer ids to hand to idempotent and transactional
+        producers (Kafka api key 67, KIP-730). Blocks never overlap, across brokers and
+        controller failovers: the controller allocates them in /latest_producer_id_block.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -79,6 +93,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.AlterPartition,
                     request_deserializer=controller_dot_api_dot_v1_dot_controller__pb2.AlterPartitionRequest.FromString,
                     response_serializer=controller_dot_api_dot_v1_dot_controller__pb2.AlterPartitionResponse.SerializeToString,
+            ),
+            'AllocateProducerIds': grpc.unary_unary_rpc_method_handler(
+                    servicer.AllocateProducerIds,
+                    request_deserializer=controller_dot_api_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.FromString,
+                    response_serializer=controller_dot_api_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -136,6 +155,33 @@ class ControllerService:
             '/zkcontroller.v1.ControllerService/AlterPartition',
             controller_dot_api_dot_v1_dot_controller__pb2.AlterPartitionRequest.SerializeToString,
             controller_dot_api_dot_v1_dot_controller__pb2.AlterPartitionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AllocateProducerIds(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/zkcontroller.v1.ControllerService/AllocateProducerIds',
+            controller_dot_api_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.SerializeToString,
+            controller_dot_api_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.FromString,
             options,
             channel_credentials,
             insecure,
