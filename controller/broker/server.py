@@ -100,6 +100,9 @@ class BrokerConfig:
     )
     # TLS files for the server and for the broker's own calls; None: plaintext.
     tls: TlsSettings | None = None
+    # The feature levels this broker supports, {name: (min, max)}, advertised in its
+    # registration (KIP-584). Kafka's ZooKeeper-mode brokers advertise none.
+    supported_features: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
@@ -269,7 +272,11 @@ class BrokerServer:
             for listener in (self.config.inter_broker_listener, self.config.controller_listener)
         )
         return BrokerRegistration(
-            broker_id=self.broker_id, endpoints=endpoints, rack=self.config.rack, version=5
+            broker_id=self.broker_id,
+            endpoints=endpoints,
+            rack=self.config.rack,
+            features=dict(self.config.supported_features),
+            version=5,
         )
 
     def _on_registered(self, epoch: int) -> None:

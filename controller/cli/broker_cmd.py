@@ -87,6 +87,22 @@ def _positive(value: str) -> int:
     return number
 
 
+def _feature_range(value: str) -> tuple[str, tuple[int, int]]:
+    """NAME=MIN-MAX (or NAME=LEVEL for a single level)."""
+    name, sep, levels = value.partition("=")
+    lo_text, dash, hi_text = levels.partition("-")
+    try:
+        lo = int(lo_text)
+        hi = int(hi_text) if dash else lo
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAME=MIN-MAX, got {value!r}") from None
+    if not name.strip() or not sep or not 1 <= lo <= hi <= 32767:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=MIN-MAX with 1 <= MIN <= MAX <= 32767, got {value!r}"
+        )
+    return name.strip(), (lo, hi)
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "broker",
@@ -159,6 +175,15 @@ def register(subparsers: Any) -> None:
         metavar="MS",
         help="how often a follower fetches from its leader (default: %(default)s)",
     )
+    parser.add_argument(
+        "--feature",
+        type=_feature_range,
+        action="append",
+        default=[],
+        metavar="NAME=MIN-MAX",
+        help="a feature level range this broker supports, advertised in its registration "
+        "(KIP-584; repeat for several); none by default, as Kafka's ZooKeeper-mode brokers",
+    )
     parser.add_argument("--log-level", default="INFO", help="default: %(default)s")
     add_zookeeper_security_arguments(parser)
     add_tls_arguments(parser, server=True)
@@ -198,6 +223,7 @@ def broker_command(args: argparse.Namespace) -> int:
             retry_backoff_ms=args.controlled_shutdown_retry_backoff_ms,
         ),
         tls=tls,
+        supported_features=dict(args.feature),
     )
     zk = KazooPort(
         args.zookeeper,

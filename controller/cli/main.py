@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "controller.cli.zookeeper_cmd",
     "controller.cli.topics_cmd",
     "controller.cli.configs_cmd",
+    "controller.cli.features_cmd",
     "controller.cli.reassign_cmd",
     "controller.cli.elect_cmd",
     "controller.cli.brokers_cmd",
