@@ -18,7 +18,9 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from controller.admin.assignment import AdminError
 from controller.admin.configs import describe_broker_default_config
+from controller.admin.features import ClusterFeatures, describe_features
 from controller.admin.topics import TopicDescription, describe_topics, list_brokers
 from controller.core.election import UNCLEAN_CONFIG
 from controller.zk import codecs, paths
@@ -50,6 +52,8 @@ class BrokerStatus:
     endpoints: list[str]
     epoch: int
     error: str | None = None
+    # Finalized features ("f=2") this broker does not support: the controller keeps it out.
+    unsupported_features: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -81,6 +85,10 @@ class ClusterStatus:
     unclean_default: str | None = None
     unclean_default_error: str | None = None
     unclean_topics: dict[str, str] = field(default_factory=dict)
+    # Finalized feature levels in /feature, its epoch (None: absent), and why it is unreadable.
+    finalized_features: dict[str, int] = field(default_factory=dict)
+    feature_epoch: int | None = None
+    features_error: str | None = None
     leaders: dict[str, int | None] = field(default_factory=dict)  # for the tracker
 
     def to_json(self) -> dict[str, Any]:
@@ -188,8 +196,24 @@ def _partition_lists(
     return counts, offline, under, reassigning, leaders
 
 
+def _unsupported(features: ClusterFeatures | None) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for f in features.features if features is not None else ():
+        if f.finalized is not None:
+            for broker_id in f.unsupported_by:
+                out.setdefault(broker_id, []).append(f"{f.name}={f.finalized}")
+    return out
+
+
 def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) -> ClusterStatus:
     cluster = list_brokers(port)
+    features: ClusterFeatures | None = None
+    features_error = None
+    try:
+        features = describe_features(port)
+    except AdminError as exc:
+        features_error = str(exc)
+    unsupported = _unsupported(features)
     brokers = [
         BrokerStatus(
             b.id,
@@ -197,6 +221,7 @@ def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) ->
             [e.connection_string() for e in b.broker.endpoints] if b.broker else [],
             b.epoch,
             b.error,
+            unsupported.get(b.id, []),
         )
         for b in cluster.brokers
     ]
@@ -224,6 +249,13 @@ def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) ->
         unclean_topics={
             t.name: t.configs[UNCLEAN_CONFIG] for t in topics if UNCLEAN_CONFIG in t.configs
         },
+        finalized_features={
+            f.name: f.finalized for f in features.features if f.finalized is not None
+        }
+        if features is not None
+        else {},
+        feature_epoch=features.epoch if features is not None else None,
+        features_error=features_error,
         leaders=leaders,
     )
 
@@ -273,6 +305,14 @@ def _unclean_line(status: ClusterStatus) -> str:
     )
 
 
+def _features_line(status: ClusterStatus) -> str:
+    if status.features_error is not None:
+        return f"Finalized features: unreadable ({status.features_error})"
+    levels = [f"{name}={level}" for name, level in sorted(status.finalized_features.items())]
+    epoch = "" if status.feature_epoch is None else f" (epoch {status.feature_epoch})"
+    return f"Finalized features: {', '.join(levels) if levels else 'none'}{epoch}"
+
+
 def render(status: ClusterStatus, *, source: str = "") -> str:
     lines: list[str] = []
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.time))
@@ -304,6 +344,10 @@ def render(status: ClusterStatus, *, source: str = "") -> str:
             continue
         endpoints = ",".join(b.endpoints)
         lines.append(f"  broker {b.id:<4} rack {b.rack or '-':<8} epoch {b.epoch:<12} {endpoints}")
+        if b.unsupported_features:
+            lines.append(
+                f"    KEPT OUT: does not support the finalized {', '.join(b.unsupported_features)}"
+            )
     p = status.partitions
     lines.append("")
     lines.append(
@@ -315,6 +359,7 @@ def render(status: ClusterStatus, *, source: str = "") -> str:
     if status.under_replicated:
         lines.append(f"  under-replicated: {_names(status.under_replicated)}")
     lines.append(_unclean_line(status))
+    lines.append(_features_line(status))
     lines.append("")
     requested = " (request pending in /admin/reassign_partitions)"
     lines.append(

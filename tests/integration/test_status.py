@@ -17,6 +17,7 @@ import pytest
 from controller.admin import configs
 from controller.admin.client import admin_session
 from controller.status import ElectionTracker, collect_status
+from controller.zk import paths
 from controller.zk.kazoo_port import KazooPort
 from tests.cluster import Cluster
 from tests.support import CLI, REPO, wait_until
@@ -183,6 +184,32 @@ def test_status_shows_where_unclean_elections_are_allowed(cluster: Cluster) -> N
     assert (
         "Unclean leader election: brokers' default false; topics setting it: t=true, u=false"
         in text
+    )
+
+
+def test_status_shows_finalized_features_and_the_brokers_kept_out(cluster: Cluster) -> None:
+    cluster.start_broker(1, supported_features={"f": (1, 3)})
+    cluster.start_controller(0)
+    cluster.active_controller()
+    text = status(cluster.connect, "--once").stdout
+    assert "Finalized features: none (epoch 0)" in text
+    # f=2 is finalized; broker 2 then registers supporting only level 1.
+    finalized = b'{"version":2,"status":1,"features":{"f":{"max_version_level":2}}}'
+    cluster.zk.set(paths.FEATURE, finalized)
+    cluster.start_broker(2, supported_features={"f": (1, 1)})
+    doc = status_json(cluster.connect)
+    assert (doc["finalized_features"], doc["feature_epoch"], doc["features_error"]) == (
+        {"f": 2},
+        1,
+        None,
+    )
+    assert {b["id"]: b["unsupported_features"] for b in doc["brokers"]} == {1: [], 2: ["f=2"]}
+    text = status(cluster.connect, "--once").stdout
+    assert "Finalized features: f=2 (epoch 1)" in text
+    assert "KEPT OUT: does not support the finalized f=2" in text
+    cluster.zk.set(paths.FEATURE, b'{"version":9}')
+    assert "Finalized features: unreadable (malformed data in znode /feature" in (
+        status(cluster.connect, "--once").stdout
     )
 
 
