@@ -32,6 +32,9 @@ The invariants (each ``Violation.invariant`` is one of these names):
     A topic or a partition's replica assignment appeared, disappeared or changed without
     anyone asking: every observed assignment must be explained by a creation, partition
     addition, reassignment or deletion request; topic ids never change.
+``producer-id-blocks-overlap``
+    Two producer-id blocks handed to brokers (AllocateProducerIds answers) share an id: two
+    producers could then get the same producer id.
 ``leaderless``
     After faults stop (in the simulation: and the event queues drain; live: after session
     timeout + 5 s), a partition has no live leader although a live broker is in its ISR (one
@@ -57,6 +60,7 @@ LEADER_OUTSIDE_ISR = "leader-outside-isr"
 UNCLEAN_NOT_ALLOWED = "unclean-election-not-allowed"
 STALE_CONTROLLER_ACCEPTED = "stale-controller-accepted"
 ASSIGNMENT_CHANGED = "assignment-changed"
+PRODUCER_IDS_OVERLAP = "producer-id-blocks-overlap"
 LEADERLESS = "leaderless"
 
 ALL_INVARIANTS = (
@@ -67,6 +71,7 @@ ALL_INVARIANTS = (
     UNCLEAN_NOT_ALLOWED,
     STALE_CONTROLLER_ACCEPTED,
     ASSIGNMENT_CHANGED,
+    PRODUCER_IDS_OVERLAP,
     LEADERLESS,
 )
 
@@ -217,6 +222,7 @@ class Checker:
         self._unclean: set[tuple[str, int, int]] = set()
         self._broker_epochs: dict[tuple[int, int], int] = {}
         self._topics: dict[str, _TopicHistory] = {}
+        self._producer_blocks: list[tuple[int, int, int]] = []  # (start, end, broker)
 
     # -- recording -------------------------------------------------------------------------
 
@@ -297,6 +303,17 @@ class Checker:
             self._unclean_topics.add(topic)
         else:
             self._unclean_requested.add((topic, partition))
+
+    def observe_producer_id_block(self, broker: int, start: int, end: int) -> None:
+        """A broker was answered the producer ids [start, end] (inclusive)."""
+        for other in self._producer_blocks:
+            if other[0] <= end and start <= other[1]:
+                self._flag(
+                    PRODUCER_IDS_OVERLAP,
+                    f"broker {broker} got producer ids [{start}, {end}], which overlap "
+                    f"[{other[0]}, {other[1]}] given to broker {other[2]}",
+                )
+        self._producer_blocks.append((start, end, broker))
 
     def observe_unclean_election(self, election: UncleanElection) -> None:
         self._unclean.add((election.topic, election.partition, election.leader_epoch))

@@ -165,6 +165,12 @@ class LiveChecker:
         with self._lock:
             self._checker.observe_unclean_permission(topic)
 
+    def producer_id_block(self, broker: int, start: int, end: int, at: float) -> None:
+        """A broker was answered the producer ids [start, end] (AllocateProducerIds)."""
+        with self._lock:
+            self._checker.observe_producer_id_block(broker, start, end)
+            self._collect(at)
+
     # -- faults (the runner) -------------------------------------------------------------------
 
     def fault_started(self) -> None:

@@ -1,13 +1,13 @@
 """The admin workload: a steady stream of topic creations and deletions, reassignments,
-preferred elections and topic configs turning unclean elections on or off, through the same
-library calls and RPCs the CLI uses.
+preferred elections, topic configs turning unclean elections on or off, and brokers' requests
+for producer-id blocks, through the same library calls and RPCs the CLI and brokers use.
 
 The sequence of operations is a function of the seed alone: each decision depends on the
 random generator and on the workload's own ledger of what it asked for, never on what the
 cluster answered (an answer can be lost in a failover; the request still counts). Every
 request is recorded with the checker *before* it is sent, so that any assignment the cluster
 shows can be explained by a request, and every unclean election by a topic config that
-allowed it.
+allowed it. Every producer-id block answered is recorded too: no two may overlap.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from controller.admin.configs import alter_topic_config
 from controller.admin.controller_client import ControllerClient, NoActiveControllerError
 from controller.admin.topics import create_topic, delete_topic
 from controller.api.errors import Errors, error_name
-from controller.api.v1 import admin_pb2, common_pb2
+from controller.api.v1 import admin_pb2, common_pb2, controller_pb2
 from controller.chaos.checker import LiveChecker
 from controller.core.election import UNCLEAN_CONFIG
 from controller.invariants import AssignmentRequest
+from controller.zk import paths
 from controller.zk.kazoo_port import KazooPort
 
 log = structlog.get_logger("controller.chaos.workload")
@@ -47,11 +48,12 @@ class WorkloadSettings:
 
 @dataclass(frozen=True)
 class Operation:
-    kind: str  # create | delete | reassign | elect | unclean
+    kind: str  # create | delete | reassign | elect | unclean | producer_ids
     topic: str = ""
     assignment: dict[int, tuple[int, ...]] = field(default_factory=dict)
     partitions: tuple[tuple[str, int], ...] = ()
     enable: bool = False  # unclean: the topic's unclean.leader.election.enable
+    broker: int = -1  # producer_ids: the broker asking
 
     def describe(self) -> str:
         if self.kind == "create":
@@ -62,13 +64,22 @@ class Operation:
             return f"reassign {self.topic} {self.assignment}"
         if self.kind == "unclean":
             return f"{UNCLEAN_CONFIG}={str(self.enable).lower()} on {self.topic}"
+        if self.kind == "producer_ids":
+            return f"broker {self.broker} asks for producer ids"
         return f"elect preferred {list(self.partitions)}"
 
 
 class Planner:
     """Decides the next operation (pure: seed + own ledger)."""
 
-    WEIGHTS = (("create", 25), ("delete", 15), ("reassign", 35), ("elect", 25), ("unclean", 8))
+    WEIGHTS = (
+        ("create", 25),
+        ("delete", 15),
+        ("reassign", 35),
+        ("elect", 25),
+        ("unclean", 8),
+        ("producer_ids", 10),
+    )
 
     def __init__(self, seed: int, brokers: Sequence[int], settings: WorkloadSettings) -> None:
         self.rng = random.Random(f"workload-{seed}")
@@ -108,6 +119,8 @@ class Planner:
             return Operation("reassign", topic, {partition: target})
         if kind == "unclean":
             return Operation("unclean", rng.choice(topics), enable=rng.random() < 0.5)
+        if kind == "producer_ids":
+            return Operation("producer_ids", broker=rng.choice(self.brokers))
         chosen = {
             (t, rng.choice(sorted(self.alive[t]))) for t in rng.sample(topics, min(3, len(topics)))
         }
@@ -188,12 +201,33 @@ class Workload:
                 self.checker.allow_unclean(op.topic)
             alter_topic_config(self.port, op.topic, {UNCLEAN_CONFIG: str(op.enable).lower()})
             return "ok"
+        if op.kind == "producer_ids":
+            return self._producer_ids(op.broker)
         request = admin_pb2.ElectLeadersRequest(
             election_type=admin_pb2.ELECTION_TYPE_PREFERRED,
             partitions=[common_pb2.TopicPartition(topic=t, partition=p) for t, p in op.partitions],
             timeout_ms=int(RPC_TIMEOUT_S * 1000),
         )
         return self._answer(self._admin("ElectLeaders", request))
+
+    def _producer_ids(self, broker: int) -> str:
+        """What a broker does before its producers run out of ids: its current epoch is the
+        czxid of its registration (none: it is down, and does not ask)."""
+        stat = self.port.exists(paths.broker_path(broker))
+        if stat is None:
+            return "broker down"
+        request = controller_pb2.AllocateProducerIdsRequest(
+            broker_id=broker, broker_epoch=stat.czxid
+        )
+        try:
+            response = self.client.controller("AllocateProducerIds", request)
+        except NoActiveControllerError:
+            time.sleep(0.5)
+            raise
+        if response.error_code == Errors.NONE:
+            end = response.producer_id_start + response.producer_id_len - 1
+            self.checker.producer_id_block(broker, response.producer_id_start, end, time.time())
+        return self._answer(response)
 
     def _admin(self, method: str, request: object) -> object:
         try:

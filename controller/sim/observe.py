@@ -181,6 +181,9 @@ class Observer:
     def on_unclean_election(self, topic: str, partition: int, leader_epoch: int) -> None:
         self.checker.observe_unclean_election(inv.UncleanElection(topic, partition, leader_epoch))
 
+    def on_producer_id_block(self, broker: int, start: int, end: int) -> None:
+        self.checker.observe_producer_id_block(broker, start, end)
+
     def on_broker_request(self, request: inv.BrokerRequest) -> None:
         self.checker.observe_broker_request(request)
 

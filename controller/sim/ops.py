@@ -21,6 +21,7 @@ from controller.admin.assignment import AdminError
 from controller.admin.configs import alter_broker_default_config, alter_topic_config
 from controller.core.election import UNCLEAN_CONFIG
 from controller.core.events import (
+    AllocateProducerIds,
     AlterPartitionReceived,
     ApiPartitionReassignment,
     ControlledShutdown,
@@ -52,6 +53,7 @@ WEIGHTS: dict[str, int] = {
     "alter_broker_default": 1,
     "alter_isr": 6,
     "controlled_shutdown": 3,
+    "allocate_producer_ids": 4,
     "crash_broker": 3,
     "kill_broker": 3,
     "restart_broker": 6,
@@ -298,6 +300,23 @@ class Operations:
         self._reply_later(event, answered)
         self._call_active(event)
 
+    def op_allocate_producer_ids(self: World, broker: int) -> None:
+        """A broker asks for a block of producer ids; the block it is answered is recorded."""
+        b = self.brokers[broker]
+        if not b.up:
+            return
+        self.log(f"b{broker} asks for a block of producer ids")
+        event = AllocateProducerIds(broker_id=broker, broker_epoch=b.epoch)
+
+        def answered(fut: Any) -> None:
+            if fut.exception() is None:
+                block = fut.result()
+                self.log(f"  b{broker} got producer ids {block.block_start}-{block.block_end}")
+                self.observer.on_producer_id_block(broker, block.block_start, block.block_end)
+
+        self._reply_later(event, answered)
+        self._call_active(event)
+
     def op_controlled_shutdown(self: World, broker: int) -> None:
         b = self.brokers[broker]
         if not b.up or b.shutting_down:
@@ -511,7 +530,7 @@ def random_op(world: World) -> tuple[str, dict[str, Any]]:
         return name, {"broker": rng.choice(brokers)}
     if name == "lose_answers":
         return name, {"broker": rng.choice(brokers), "count": rng.randint(1, 3)}
-    if name.endswith("_broker") or name == "controlled_shutdown":
+    if name.endswith("_broker") or name in ("controlled_shutdown", "allocate_producer_ids"):
         args = {"broker": rng.choice(brokers)}  # type: ignore[no-redef]
         if name == "pause_broker":
             args["seconds"] = rng.uniform(0.1, 3.0)

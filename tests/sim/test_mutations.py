@@ -15,6 +15,7 @@ from controller.channel.batch import ControllerBrokerRequestBatch
 from controller.core.partition_state_machine import PartitionStateMachine
 from controller.sim.runner import run_schedule
 from controller.zk import fenced, paths
+from controller.zk.gateway_cluster import ClusterZnodes
 from controller.zk.port import Check, Op
 
 SEEDS = range(0, 200)
@@ -66,3 +67,18 @@ def test_unclean_elections_without_permission_are_caught(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(PartitionStateMachine, "_unclean_permissions", always_unclean)
     assert caught("unclean-election-not-allowed") is not None
+
+
+def test_producer_id_blocks_allocated_without_reading_the_last_one_overlap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A controller that does not read the last allocated block (say, one that trusts its own
+    memory) starts again at 0 and hands out ids another producer already has."""
+    original = ClusterZnodes.get_producer_id_block
+
+    def forgetful(self):  # type: ignore[no-untyped-def]
+        _, version = original(self)
+        return None, version
+
+    monkeypatch.setattr(ClusterZnodes, "get_producer_id_block", forgetful)
+    assert caught("producer-id-blocks-overlap", range(0, 50)) is not None

@@ -295,3 +295,13 @@ def test_audit_flags_regressions_and_unfenced_writes() -> None:
     )  # fmt: skip
     assert any(v.startswith(f"[{inv.LEADER_EPOCH_REGRESSED}]") for v in result.violations)
     assert result.unfenced == ["zxid 0x5: controller 0 wrote /admin/reassign_partitions unfenced"]
+
+
+def test_the_live_checker_flags_overlapping_producer_id_blocks() -> None:
+    checker = LiveChecker(6.0)
+    checker.producer_id_block(1, 0, 999, 1.0)
+    checker.producer_id_block(2, 1000, 1999, 2.0)
+    assert checker.violations() == []
+    checker.producer_id_block(3, 1500, 2499, 3.0)
+    found = checker.violations()
+    assert [(v.at, v.invariant) for v in found] == [(3.0, "producer-id-blocks-overlap")]

@@ -276,3 +276,23 @@ def test_recovery_is_only_required_after_the_deadline() -> None:
     ]
     (v,) = inv.check_recovery(late, deadline)
     assert v.invariant == inv.LEADERLESS and "t=113.0s" in v.message
+
+
+# -- producer-id blocks ----------------------------------------------------------------------
+
+
+def test_producer_id_blocks_that_follow_each_other_are_fine() -> None:
+    checker = Checker()
+    checker.observe_producer_id_block(1, 0, 999)
+    checker.observe_producer_id_block(2, 2000, 2999)  # a gap (a lost answer) is fine
+    checker.observe_producer_id_block(1, 1000, 1999)
+    assert checker.violations() == []
+
+
+@pytest.mark.parametrize(("start", "end"), [(0, 999), (500, 1499), (999, 999), (-10, 0)])
+def test_overlapping_producer_id_blocks_are_flagged(start: int, end: int) -> None:
+    checker = Checker()
+    checker.observe_producer_id_block(1, 0, 999)
+    checker.observe_producer_id_block(2, start, end)
+    assert names(checker.violations()) == ["producer-id-blocks-overlap"]
+    assert "given to broker 1" in checker.violations()[0].message
