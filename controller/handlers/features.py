@@ -28,7 +28,7 @@ from controller.core.features import (
     partition_on_feature_compatibility,
 )
 from controller.zk import codecs, paths
-from controller.zk.errors import ControllerMovedError, MalformedZnodeError, ZkError
+from controller.zk.errors import MalformedZnodeError, ZkError
 from controller.zk.gateway_cluster import ABSENT
 
 if TYPE_CHECKING:
@@ -150,10 +150,10 @@ class FeatureVersioning:
                 codecs.FEATURE_STATUS_ENABLED,
                 {name: (level, level) for name, level in target.items()},
             )
+            # A ZkError is a race lost to another writer. ControllerMovedError (deposed) is
+            # not one: it fails the whole request as NOT_CONTROLLER.
             try:
                 self.epoch = ctl.gateway.write_feature_znode(node, version, ctx.epoch_zk_version)
-            except ControllerMovedError:
-                raise
             except ZkError as exc:
                 log.warning("feature update failed", path=paths.FEATURE, error=str(exc))
                 failed = ApiError(

@@ -4,6 +4,8 @@ arithmetic of ``getNewProducerIdBlock``."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from controller.api.errors import ApiError, Errors
@@ -211,3 +213,44 @@ def test_the_last_possible_block_and_exhaustion() -> None:
     assert (block.block_start, block.block_end) == (last_end + 1, INT64_MAX)
     with pytest.raises(ProducerIdsExhaustedError, match="every producer id"):
         next_producer_id_block(ProducerIdBlock(1, last_end - 998, last_end + 1), 1)
+
+
+# -- the features command's arguments ---------------------------------------------------------
+
+
+def test_the_features_command_builds_kafkas_update_types() -> None:
+    from controller.api.v1 import admin_pb2
+    from controller.cli.features_cmd import parse_updates
+
+    up = parse_updates("upgrade", ["f=2", " g = 3 "], unsafe=False)
+    assert [(u.feature, u.max_version_level, u.upgrade_type) for u in up] == [
+        ("f", 2, admin_pb2.FEATURE_UPGRADE_TYPE_UPGRADE),
+        ("g", 3, admin_pb2.FEATURE_UPGRADE_TYPE_UPGRADE),
+    ]
+    down = parse_updates("downgrade", ["f=1"], unsafe=True)
+    assert down[0].upgrade_type == admin_pb2.FEATURE_UPGRADE_TYPE_UNSAFE_DOWNGRADE
+    gone = parse_updates("disable", ["f"], unsafe=False)
+    assert (gone[0].max_version_level, gone[0].upgrade_type) == (
+        0,
+        admin_pb2.FEATURE_UPGRADE_TYPE_SAFE_DOWNGRADE,
+    )
+
+
+@pytest.mark.parametrize(
+    ("op", "specs", "message"),
+    [
+        ("upgrade", [], "You must specify at least one feature to upgrade"),
+        ("upgrade", ["f"], "expected NAME=LEVEL"),
+        ("upgrade", ["f=x"], "the level must be an integer"),
+        ("upgrade", ["f=0"], "the level must be 1..32767"),
+        ("downgrade", ["f=40000"], "the level must be 1..32767"),
+        ("upgrade", ["=2"], "the feature name is empty"),
+        ("upgrade", ["f=2", "f=3"], "Feature f was specified more than once."),
+        ("disable", ["f=1"], "disable takes a feature name"),
+    ],
+)
+def test_the_features_command_names_a_bad_argument(op: str, specs: list[str], message: str) -> None:
+    from controller.cli.features_cmd import UsageError, parse_updates
+
+    with pytest.raises(UsageError, match=re.escape(message)):
+        parse_updates(op, specs, unsafe=False)
