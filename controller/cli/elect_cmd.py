@@ -22,11 +22,15 @@ import json
 from typing import Any
 
 from controller.admin.assignment import AdminError
-from controller.admin.controller_client import ControllerClient, NoActiveControllerError
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2, common_pb2
-from controller.cli.topics_cmd import add_connection_arguments, fail, run_admin
-from controller.security.cli import add_tls_arguments, channel_opener_from_args
+from controller.cli.topics_cmd import (
+    add_connection_arguments,
+    call_controller_admin,
+    fail,
+    run_admin,
+)
+from controller.security.cli import add_tls_arguments
 from controller.zk import codecs, paths
 from controller.zk.errors import NoNodeError
 from controller.zk.port import ZkPort
@@ -104,23 +108,9 @@ def elect_command(args: argparse.Namespace) -> int:
         request = admin_pb2.ElectLeadersRequest(
             election_type=ELECTION_TYPES[args.type], partitions=wanted, timeout_ms=args.timeout_ms
         )
-        # The controller answers within timeout_ms; the client may also need to find it.
-        client = ControllerClient(
-            port,
-            timeout_s=args.timeout_ms / 1000 + 5,
-            channel_opener=channel_opener_from_args(args),
+        response = call_controller_admin(
+            port, args, "ElectLeaders", request, f"leader election ({type_name})"
         )
-        try:
-            response = client.admin("ElectLeaders", request)
-        except NoActiveControllerError as exc:
-            return fail(str(exc))
-        finally:
-            client.close()
-        if response.error_code != Errors.NONE:
-            detail = f": {response.error_message}" if response.error_message else ""
-            return fail(
-                f"leader election ({type_name}) failed: {error_name(response.error_code)}{detail}"
-            )
         return _report(type_name, response, args.json)
 
     return run_admin(args, action)

@@ -22,12 +22,17 @@ import argparse
 import json
 from typing import Any
 
-from controller.admin.controller_client import ControllerClient, NoActiveControllerError
 from controller.admin.features import ClusterFeatures, describe_features
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2
-from controller.cli.topics_cmd import OneLineErrorParser, add_connection_arguments, fail, run_admin
-from controller.security.cli import add_tls_arguments, channel_opener_from_args
+from controller.cli.topics_cmd import (
+    OneLineErrorParser,
+    add_connection_arguments,
+    call_controller_admin,
+    fail,
+    run_admin,
+)
+from controller.security.cli import add_tls_arguments
 from controller.zk.port import ZkPort
 
 DEFAULT_TIMEOUT_MS = 30_000
@@ -192,20 +197,7 @@ def update_command(args: argparse.Namespace) -> int:
     )
 
     def action(port: ZkPort) -> int:
-        client = ControllerClient(
-            port,
-            timeout_s=args.timeout_ms / 1000 + 5,
-            channel_opener=channel_opener_from_args(args),
-        )
-        try:
-            response = client.admin("UpdateFeatures", request)
-        except NoActiveControllerError as exc:
-            return fail(str(exc))
-        finally:
-            client.close()
-        if response.error_code != Errors.NONE:
-            detail = f": {response.error_message}" if response.error_message else ""
-            return fail(f"feature {op} failed: {error_name(response.error_code)}{detail}")
+        response = call_controller_admin(port, args, "UpdateFeatures", request, f"feature {op}")
         return _report(op, updates, response, args.dry_run)
 
     return run_admin(args, action)

@@ -22,9 +22,15 @@ from controller.admin.assignment import (
     parse_replica_assignment,
 )
 from controller.admin.client import DEFAULT_SESSION_TIMEOUT_MS, admin_session, resolve_connect
+from controller.admin.controller_client import ControllerClient, NoActiveControllerError
+from controller.api.errors import Errors, error_name
 from controller.logs import configure_logging
 from controller.security.acls import CredentialsError
-from controller.security.cli import add_zookeeper_security_arguments, zk_security_from_args
+from controller.security.cli import (
+    add_zookeeper_security_arguments,
+    channel_opener_from_args,
+    zk_security_from_args,
+)
 from controller.security.tls import TlsConfigError
 from controller.zk.errors import MalformedZnodeError, ZkError
 from controller.zk.paths import InvalidTopicError
@@ -78,6 +84,29 @@ def run_admin(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:
         return fail(str(exc))
     except ZkError as exc:
         return fail(f"ZooKeeper request failed: {exc}")
+
+
+def call_controller_admin(
+    port: ZkPort, args: argparse.Namespace, method: str, request: Any, what: str
+) -> Any:
+    """Send an AdminService ``request`` to the active controller (found through ZooKeeper,
+    followed when it moves) and return its response; ``AdminError`` (one line on stderr
+    through ``run_admin``) when no controller answers or the response carries a
+    request-level error. ``args`` gives ``timeout_ms`` and the TLS options."""
+    # The controller answers within timeout_ms; the client may also need to find it.
+    client = ControllerClient(
+        port, timeout_s=args.timeout_ms / 1000 + 5, channel_opener=channel_opener_from_args(args)
+    )
+    try:
+        response = client.admin(method, request)
+    except NoActiveControllerError as exc:
+        raise AdminError(str(exc)) from None
+    finally:
+        client.close()
+    if response.error_code != Errors.NONE:
+        detail = f": {response.error_message}" if response.error_message else ""
+        raise AdminError(f"{what} failed: {error_name(response.error_code)}{detail}")
+    return response
 
 
 def fail(message: str) -> int:
