@@ -168,7 +168,7 @@ class FeatureVersioning:
                     feature_epoch=self.epoch,
                 )
                 self.finalized = target
+                if self.incompatible_brokers:
+                    # Brokers refused under the old levels may support the new ones.
+                    ctl.put(BrokerChange())
         event.reply.set_result(results)
-        if self.incompatible_brokers and self.finalized == target and not event.validate_only:
-            # Brokers refused under the old levels may support the new ones.
-            ctl.put(BrokerChange())
