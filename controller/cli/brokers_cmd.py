@@ -1,7 +1,8 @@
 """``zk-controller brokers list``: the broker registrations in ZooKeeper and the controller.
 
-Text output is one tab-separated line per broker, then ``Controller: N`` (``none`` when no
-controller is elected); ``--json`` prints the same as one JSON object. A registration that
+Text output is one tab-separated line per broker (with ``Features: f=1-3`` when the broker
+advertises feature ranges), then ``Controller: N`` (``none`` when no controller is elected);
+``--json`` prints the same as one JSON object. A registration that
 cannot be decoded is listed with its error and makes the exit code 1.
 """
 
@@ -44,6 +45,7 @@ def list_command(args: argparse.Namespace) -> int:
                     "epoch": info.epoch,
                     "rack": b.rack if b else None,
                     "endpoints": [e.connection_string() for e in b.endpoints] if b else [],
+                    "features": {n: list(r) for n, r in sorted(b.features.items())} if b else {},
                     "error": info.error,
                 }
             )
@@ -54,9 +56,11 @@ def list_command(args: argparse.Namespace) -> int:
                 if row["error"]:
                     print(f"Broker: {row['id']}\tEpoch: {row['epoch']}\tError: {row['error']}")
                     continue
+                features = ",".join(f"{n}={lo}-{hi}" for n, (lo, hi) in row["features"].items())
                 print(
                     f"Broker: {row['id']}\tRack: {row['rack'] or 'none'}\tEpoch: {row['epoch']}"
                     f"\tEndpoints: {','.join(row['endpoints'])}"
+                    + (f"\tFeatures: {features}" if features else "")
                 )
             controller = cluster.controller_id
             print(f"Controller: {'none' if controller is None else controller}")

@@ -145,11 +145,19 @@ def test_finalized_levels_survive_a_failover_and_still_keep_old_brokers_out(
 
 def test_a_broker_advertises_its_features_in_kafkas_format(cluster: Cluster) -> None:
     cluster.start_broker(4, supported_features={"f": (1, 3), "g": (2, 2)})
+    cluster.start_broker(5)
     data, _ = cluster.zk.get(paths.broker_path(4))
     assert json.loads(data)["features"] == {
         "f": {"min_version": 1, "max_version": 3},
         "g": {"min_version": 2, "max_version": 2},
     }
+    # brokers list shows the ranges (and nothing for a broker advertising none).
+    r = cli("brokers", "list", "--zookeeper", cluster.connect)
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("Broker: 4\t") and lines[0].endswith("\tFeatures: f=1-3,g=2-2")
+    assert lines[1].startswith("Broker: 5\t") and "Features" not in lines[1]
+    doc = json.loads(cli("brokers", "list", "--json", "--zookeeper", cluster.connect).stdout)
+    assert [b["features"] for b in doc["brokers"]] == [{"f": [1, 3], "g": [2, 2]}, {}]
 
 
 def test_the_broker_command_refuses_a_malformed_feature_range() -> None:
