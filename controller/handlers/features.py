@@ -150,16 +150,18 @@ class FeatureVersioning:
                 codecs.FEATURE_STATUS_ENABLED,
                 {name: (level, level) for name, level in target.items()},
             )
-            # A ZkError is a race lost to another writer. ControllerMovedError (deposed) is
-            # not one: it fails the whole request as NOT_CONTROLLER.
+            # A ZkError is a race lost to another writer, or our own write whose reply was
+            # lost and whose resend found it applied. ControllerMovedError (deposed) is not
+            # one: it fails the whole request as NOT_CONTROLLER.
             try:
                 self.epoch = ctl.gateway.write_feature_znode(node, version, ctx.epoch_zk_version)
             except ZkError as exc:
-                log.warning("feature update failed", path=paths.FEATURE, error=str(exc))
-                failed = ApiError(
-                    Errors.FEATURE_UPDATE_FAILED, f"writing {paths.FEATURE} failed: {exc}"
-                )
-                results = {f: failed if r is None else r for f, r in results.items()}
+                if not self._written_anyway(target):
+                    log.warning("feature update failed", path=paths.FEATURE, error=str(exc))
+                    failed = ApiError(
+                        Errors.FEATURE_UPDATE_FAILED, f"writing {paths.FEATURE} failed: {exc}"
+                    )
+                    results = {f: failed if r is None else r for f, r in results.items()}
             else:
                 log.info(
                     "finalized features updated",
@@ -172,3 +174,17 @@ class FeatureVersioning:
                     # Brokers refused under the old levels may support the new ones.
                     ctl.put(BrokerChange())
         event.reply.set_result(results)
+
+    def _written_anyway(self, target: dict[str, int]) -> bool:
+        """After a failed write, re-read ``/feature`` so the cache follows what is there;
+        True when it holds exactly ``target`` (our write went through)."""
+        try:
+            current = self.ctl.gateway.get_feature_znode()
+        except (MalformedZnodeError, ZkError):
+            return False
+        if current is None:
+            return False
+        node, version = current
+        enabled = node.status == codecs.FEATURE_STATUS_ENABLED
+        self.finalized, self.epoch = (node.levels() if enabled else {}), version
+        return enabled and node.levels() == target

@@ -208,7 +208,22 @@ def test_a_concurrent_write_fails_the_update_instead_of_overwriting(h: Controlle
     )
     assert update(h, FeatureUpdateItem("f", 2, UP)) == {"f": "FEATURE_UPDATE_FAILED"}
     assert feature_znode(h)[0]["features"] == {"other": {"max_version_level": 1}}
-    assert h.controller.features.finalized == {}
+    # The controller's view follows what is in ZooKeeper now.
+    assert h.controller.features.finalized == {"other": 1}
+    assert h.controller.features.epoch == 1
+
+
+def test_an_update_whose_reply_was_lost_is_reported_as_done(h: ControllerHarness) -> None:
+    """The write committed but its reply was lost; the client's resend met it as BADVERSION
+    (played by writing the same content just before the controller's multi)."""
+    h.register_broker(1, features=NEW)
+    h.start()
+    h.port.before(
+        "multi_many",
+        lambda: write_feature(h, FeatureZNode(2, FEATURE_STATUS_ENABLED, {"f": (2, 2)})),
+    )
+    assert update(h, FeatureUpdateItem("f", 2, UP)) == {"f": None}
+    assert h.controller.features.finalized == {"f": 2}
 
 
 def test_a_deposed_controller_changes_nothing(h: ControllerHarness) -> None:
