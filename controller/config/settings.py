@@ -147,8 +147,9 @@ SETTINGS: tuple[Setting, ...] = (
             doc="ZooKeeper session timeout (Kafka's default since 2.5, KIP-537)."),
     Setting("zookeeper.connection.timeout.ms", Kind.INT, None, nullable=True, kafka=True, min=1,
             default_doc="zookeeper.session.timeout.ms",
-            doc="How long to wait for the ZooKeeper connection (also the feature-cache wait at "
-                "failover); unset means the session timeout."),
+            doc="How long to wait for the ZooKeeper connection at start; unset means the "
+                "session timeout. (Kafka's brokers also wait this long for their feature "
+                "cache at failover; this controller writes /feature itself and needs no wait.)"),
     Setting("zookeeper.max.in.flight.requests", Kind.INT, 10, kafka=True, min=1,
             doc="Maximum unacknowledged ZooKeeper requests pipelined by the client."),
     Setting("auto.leader.rebalance.enable", Kind.BOOL, True, kafka=True, dynamic=True,
