@@ -118,6 +118,10 @@ class SimulatedCluster(RuleBasedStateMachine):
             self.w.op_alter_isr(broker, tp.topic, tp.partition, member, expand)
 
     @rule(broker=brokers)
+    def allocate_producer_ids(self, broker: int) -> None:
+        self.w.op_allocate_producer_ids(broker)
+
+    @rule(broker=brokers)
     def controlled_shutdown(self, broker: int) -> None:
         self.w.op_controlled_shutdown(broker)
 
