@@ -6,9 +6,11 @@ in ``/feature``. Changes go through the active controller's UpdateFeatures inste
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from controller.admin.assignment import AdminError
+from controller.admin.topics import BrokerInfo, list_brokers
 from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError, NoNodeError
 from controller.zk.port import ZkPort
@@ -34,34 +36,10 @@ class ClusterFeatures:
     unreadable_brokers: dict[int, str] = field(default_factory=dict)
 
 
-def _registered_brokers(
-    port: ZkPort,
-) -> tuple[dict[int, dict[str, tuple[int, int]]], dict[int, str]]:
-    try:
-        children = port.get_children(paths.BROKERS_IDS)
-    except NoNodeError:
-        return {}, {}
-    supported: dict[int, dict[str, tuple[int, int]]] = {}
-    unreadable: dict[int, str] = {}
-    for child in children:
-        if not child.isdigit():
-            continue
-        broker_id = int(child)
-        path = paths.broker_path(broker_id)
-        try:
-            data, _ = port.get(path)
-        except NoNodeError:
-            continue
-        try:
-            supported[broker_id] = dict(
-                codecs.decode_broker_registration(broker_id, data, path).features
-            )
-        except MalformedZnodeError as exc:
-            unreadable[broker_id] = exc.problem
-    return supported, unreadable
-
-
-def describe_features(port: ZkPort) -> ClusterFeatures:
+def describe_features(
+    port: ZkPort, registered: Sequence[BrokerInfo] | None = None
+) -> ClusterFeatures:
+    """``registered``: the brokers' registrations when the caller has read them already."""
     try:
         data, stat = port.get(paths.FEATURE)
     except NoNodeError:
@@ -75,7 +53,9 @@ def describe_features(port: ZkPort) -> ClusterFeatures:
     finalized = (
         node.levels() if node is not None and node.status == codecs.FEATURE_STATUS_ENABLED else {}
     )
-    brokers, unreadable = _registered_brokers(port)
+    infos = list_brokers(port).brokers if registered is None else registered
+    brokers = {i.id: dict(i.broker.features) for i in infos if i.broker is not None}
+    unreadable = {i.id: i.error or "unreadable" for i in infos if i.broker is None}
     views = []
     for name in sorted(set(finalized) | {f for features in brokers.values() for f in features}):
         ranges = [features[name] for features in brokers.values() if name in features]

@@ -210,7 +210,7 @@ def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) ->
     features: ClusterFeatures | None = None
     features_error = None
     try:
-        features = describe_features(port)
+        features = describe_features(port, cluster.brokers)
     except AdminError as exc:
         features_error = str(exc)
     unsupported = _unsupported(features)
