@@ -37,6 +37,7 @@ from controller.broker.shutdown import (
     DEFAULT_RETRY_BACKOFF_MS,
     ControlledShutdownSettings,
 )
+from controller.core.features import MAX_FEATURE_LEVEL
 from controller.logs import configure_logging
 from controller.security.acls import CredentialsError
 from controller.security.cli import (
@@ -96,9 +97,9 @@ def _feature_range(value: str) -> tuple[str, tuple[int, int]]:
         hi = int(hi_text) if dash else lo
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected NAME=MIN-MAX, got {value!r}") from None
-    if not name.strip() or not sep or not 1 <= lo <= hi <= 32767:
+    if not name.strip() or not sep or not 1 <= lo <= hi <= MAX_FEATURE_LEVEL:
         raise argparse.ArgumentTypeError(
-            f"expected NAME=MIN-MAX with 1 <= MIN <= MAX <= 32767, got {value!r}"
+            f"expected NAME=MIN-MAX with 1 <= MIN <= MAX <= {MAX_FEATURE_LEVEL}, got {value!r}"
         )
     return name.strip(), (lo, hi)
 

@@ -25,6 +25,7 @@ from controller.admin.assignment import AdminError
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2, common_pb2
 from controller.cli.topics_cmd import (
+    add_admin_timeout_argument,
     add_connection_arguments,
     call_controller_admin,
     fail,
@@ -39,7 +40,6 @@ ELECTION_TYPES = {
     "preferred": admin_pb2.ELECTION_TYPE_PREFERRED,
     "unclean": admin_pb2.ELECTION_TYPE_UNCLEAN,
 }
-DEFAULT_TIMEOUT_MS = 30_000
 
 
 def register(subparsers: Any) -> None:
@@ -61,13 +61,7 @@ def register(subparsers: Any) -> None:
     scope.add_argument("--topic", metavar="TOPIC", help="the topic to elect leaders for")
     scope.add_argument("--all", action="store_true", help="every partition of every topic")
     parser.add_argument("--partition", type=int, metavar="P", help="only this partition of --topic")
-    parser.add_argument(
-        "--timeout-ms",
-        type=int,
-        default=DEFAULT_TIMEOUT_MS,
-        metavar="MS",
-        help="how long to wait for the controller (default %(default)s)",
-    )
+    add_admin_timeout_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     add_connection_arguments(parser)
     add_tls_arguments(parser)  # the admin API over TLS / mutual TLS (controller.security)

@@ -27,16 +27,15 @@ from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2
 from controller.cli.topics_cmd import (
     OneLineErrorParser,
+    add_admin_timeout_argument,
     add_connection_arguments,
     call_controller_admin,
     fail,
     run_admin,
 )
+from controller.core.features import MAX_FEATURE_LEVEL
 from controller.security.cli import add_tls_arguments
 from controller.zk.port import ZkPort
-
-DEFAULT_TIMEOUT_MS = 30_000
-MAX_LEVEL = 32767
 
 
 class UsageError(Exception):
@@ -78,13 +77,7 @@ def register(subparsers: Any) -> None:
                 help="allow a downgrade that may lose metadata (Kafka's UNSAFE_DOWNGRADE)",
             )
         parser.add_argument("--dry-run", action="store_true", help="validate only; change nothing")
-        parser.add_argument(
-            "--timeout-ms",
-            type=int,
-            default=DEFAULT_TIMEOUT_MS,
-            metavar="MS",
-            help="how long to wait for the controller (default %(default)s)",
-        )
+        add_admin_timeout_argument(parser)
         add_connection_arguments(parser)
         add_tls_arguments(parser)
         parser.set_defaults(func=update_command, op=op)
@@ -172,8 +165,8 @@ def parse_updates(op: str, specs: list[str], unsafe: bool) -> list[admin_pb2.Fea
                 level = int(text.strip())
             except ValueError:
                 raise UsageError(f"--feature {spec!r}: the level must be an integer") from None
-            if not 1 <= level <= MAX_LEVEL:
-                raise UsageError(f"--feature {spec!r}: the level must be 1..{MAX_LEVEL}")
+            if not 1 <= level <= MAX_FEATURE_LEVEL:
+                raise UsageError(f"--feature {spec!r}: the level must be 1..{MAX_FEATURE_LEVEL}")
         if not name:
             raise UsageError(f"--feature {spec!r}: the feature name is empty")
         if name in updates:

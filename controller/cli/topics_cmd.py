@@ -86,6 +86,20 @@ def run_admin(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:
         return fail(f"ZooKeeper request failed: {exc}")
 
 
+DEFAULT_ADMIN_TIMEOUT_MS = 30_000
+
+
+def add_admin_timeout_argument(parser: argparse.ArgumentParser) -> None:
+    """``--timeout-ms`` of the commands that call the controller's admin API."""
+    parser.add_argument(
+        "--timeout-ms",
+        type=int,
+        default=DEFAULT_ADMIN_TIMEOUT_MS,
+        metavar="MS",
+        help="how long to wait for the controller (default %(default)s)",
+    )
+
+
 def call_controller_admin(
     port: ZkPort, args: argparse.Namespace, method: str, request: Any, what: str
 ) -> Any:

@@ -17,13 +17,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from controller.api.errors import ApiError, Errors
-from controller.zk.codecs import PRODUCER_ID_BLOCK_SIZE, ProducerIdBlock
+from controller.zk.codecs import INT16_MAX, INT64_MAX, PRODUCER_ID_BLOCK_SIZE, ProducerIdBlock
 
 #: What a broker advertises: feature name -> (min, max) supported level.
 SupportedFeatures = Mapping[str, tuple[int, int]]
 
-MAX_FEATURE_LEVEL = 32767  # the wire's int16
-INT64_MAX = 2**63 - 1
+MAX_FEATURE_LEVEL = INT16_MAX  # the wire's int16
 
 
 class UpgradeType(enum.IntEnum):

@@ -10,11 +10,12 @@ operator's tool) is detected instead of overwritten.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from controller.zk import codecs, paths
 from controller.zk.errors import BadVersionError, NodeExistsError, NoNodeError, ZkError
-from controller.zk.port import Create, SetData, ZkPort
+from controller.zk.port import Create, SetData
 
 if TYPE_CHECKING:
     from controller.zk.fenced import FencedWriter
@@ -26,15 +27,8 @@ ABSENT = -1
 class ClusterZnodes:
     """What it needs from ``ZkGateway`` is declared here; ``ZkGateway`` provides it."""
 
-    port: ZkPort
     _writer: FencedWriter
-
-    def _read_with_version(self, path: str) -> tuple[bytes, int] | None:
-        try:
-            data, stat = self.port.get(path)
-        except NoNodeError:
-            return None
-        return data, stat.version
+    get_data: Callable[..., tuple[bytes, int, int] | None]
 
     def _write_conditionally(
         self, path: str, data: bytes, expected_version: int, epoch_zk_version: int
@@ -57,7 +51,7 @@ class ClusterZnodes:
     def get_feature_znode(self) -> tuple[codecs.FeatureZNode, int] | None:
         """``/feature`` and its version (the features' epoch), or None when absent.
         Raises ``MalformedZnodeError`` for content that cannot be decoded."""
-        got = self._read_with_version(paths.FEATURE)
+        got = self.get_data(paths.FEATURE, watch=False)
         if got is None:
             return None
         return codecs.decode_feature_znode(got[0]), got[1]
@@ -74,7 +68,7 @@ class ClusterZnodes:
     def get_producer_id_block(self) -> tuple[codecs.ProducerIdBlock | None, int]:
         """The last allocated block (None: none yet) and the znode's version (ABSENT when the
         znode itself is missing). Raises ``MalformedZnodeError`` for unreadable content."""
-        got = self._read_with_version(paths.LATEST_PRODUCER_ID_BLOCK)
+        got = self.get_data(paths.LATEST_PRODUCER_ID_BLOCK, watch=False)
         if got is None:
             return None, ABSENT
         return codecs.decode_producer_id_block(got[0]), got[1]
