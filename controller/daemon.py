@@ -129,6 +129,7 @@ class ControllerDaemon:
         self.port = KazooPort(
             config.zookeeper_connect,
             session_timeout=config.zookeeper_session_timeout_ms / 1000,
+            max_in_flight=config.zookeeper_max_in_flight_requests,
             observer=self.metrics,
             **self.zk_security.port_options(),
         )
@@ -137,6 +138,8 @@ class ControllerDaemon:
             config.controller_id,
             config.broker_listener_name,
             request_timeout_s=max(config.request_timeout_ms, 1) / 1000,
+            # 0 (allowed, as in Kafka) means no separate connect bound: the request timeout.
+            connect_timeout_s=config.controller_socket_timeout_ms / 1000 or None,
             metrics_hooks=self.metrics,
             tls=_broker_client_tls(config),
         )

@@ -62,12 +62,17 @@ class ControllerChannelManager:
         *,
         reconnect_backoff_s: float = RECONNECT_BACKOFF_S,
         tls: ClientTls | None = None,
+        connect_timeout_s: float | None = None,
     ) -> None:
         if request_timeout_s <= 0:
             raise ValueError(f"request_timeout_s must be positive, got {request_timeout_s}")
+        if connect_timeout_s is not None and connect_timeout_s <= 0:
+            raise ValueError(f"connect_timeout_s must be positive, got {connect_timeout_s}")
         self.controller_id = controller_id
         self.listener_name = listener_name
         self.request_timeout_s = request_timeout_s
+        # Kafka's controller.socket.timeout.ms; None: the request timeout.
+        self.connect_timeout_s = connect_timeout_s or request_timeout_s
         self._metrics: ChannelMetricsHooks = metrics_hooks or NoMetrics()
         self._backoff = reconnect_backoff_s
         self._tls_opener = ChannelOpener(tls) if tls is not None else None
@@ -103,6 +108,7 @@ class ControllerChannelManager:
                     broker_id=broker.id,
                     target=endpoint.address,
                     request_timeout_s=self.request_timeout_s,
+                    connect_timeout_s=self.connect_timeout_s,
                     metrics=self._metrics,
                     reconnect_backoff_s=self._backoff,
                     channel_opener=self._opener_for(broker.id, endpoint),

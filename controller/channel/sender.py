@@ -10,6 +10,12 @@ runs on this thread and must only enqueue a controller event.
 A fresh channel per retry (with a local subchannel pool) gives Kafka's "no reconnect backoff"
 behaviour: gRPC's own reconnect backoff grows to minutes and would otherwise delay the first
 request to a broker that comes up late.
+
+A fresh channel must connect within ``connect_timeout_s`` (Kafka's
+``controller.socket.timeout.ms``) before the request is sent with its own deadline
+(``request.timeout.ms``): a refused connection fails at once, a host that never completes the
+handshake (a dead machine, a dropped SYN) fails after the connect timeout; either way the
+channel is closed and the request resent after the backoff, as Kafka's ``awaitReady`` does.
 """
 
 from __future__ import annotations
@@ -129,6 +135,15 @@ class QueueItem:
 
 
 _STOP = object()  # queue sentinel that wakes the thread up for shutdown
+_STOP_POLL_S = 0.1  # how often a connect wait checks for stop()
+# Connectivity states that end a connect wait: ready, or failed (refused, reset, closed).
+_SETTLED = frozenset(
+    {
+        grpc.ChannelConnectivity.READY,
+        grpc.ChannelConnectivity.TRANSIENT_FAILURE,
+        grpc.ChannelConnectivity.SHUTDOWN,
+    }
+)
 
 
 class RequestSendThread(threading.Thread):
@@ -144,6 +159,7 @@ class RequestSendThread(threading.Thread):
         metrics: ChannelMetricsHooks,
         reconnect_backoff_s: float = RECONNECT_BACKOFF_S,
         channel_opener: ChannelOpener = PLAINTEXT,
+        connect_timeout_s: float | None = None,
     ) -> None:
         super().__init__(
             name=f"Controller-{controller_id}-to-broker-{broker_id}-send-thread", daemon=True
@@ -153,6 +169,7 @@ class RequestSendThread(threading.Thread):
         self.broker_id = broker_id
         self.target = target
         self._timeout = request_timeout_s
+        self._connect_timeout = connect_timeout_s or request_timeout_s
         self._metrics = metrics
         # Optional so that existing hooks without it keep working.
         self._on_sent: Callable[[int, str, float], None] | None = getattr(
@@ -214,40 +231,45 @@ class RequestSendThread(threading.Thread):
         failures = 0
         last_logged = 0.0
         while not self._stopping.is_set():
-            stub = self._connect()
-            if stub is None:
+            connected = self._connect()
+            if connected is None:
                 return None
-            method = getattr(stub, request.kind.value)
-            try:
-                response: ResponseMessage = method(request.message, timeout=self._timeout)
-            except (grpc.RpcError, ValueError) as exc:
-                # ValueError: grpc's "Cannot invoke RPC on closed channel", when the channel was
-                # closed (by stop(), or a TLS channel replaced on rotation) between taking the
-                # stub and the call starting. The thread must survive it like any failed send.
-                if self._stopping.is_set():
-                    return None
-                failures += 1
-                now = time.monotonic()
-                if failures == 1 or now - last_logged >= FAILURE_LOG_INTERVAL_S:
-                    last_logged = now
-                    log.warning(
-                        "request to broker failed; reconnecting and resending",
-                        request=request.kind.value,
-                        target=self.target,
-                        code=_code_name(exc),
-                        details=_details(exc),
-                        attempts=failures,
-                    )
-                self._close_channel()
-                self._stopping.wait(self._backoff)
-                continue
-            if failures:
-                log.info(
-                    "request to broker succeeded after retries",
+            stub, fresh = connected
+            failure = self._await_ready() if fresh else None
+            if failure is None:
+                method = getattr(stub, request.kind.value)
+                try:
+                    response: ResponseMessage = method(request.message, timeout=self._timeout)
+                except (grpc.RpcError, ValueError) as exc:
+                    # ValueError: grpc's "Cannot invoke RPC on closed channel", when the channel
+                    # was closed (by stop(), or a TLS channel replaced on rotation) between
+                    # taking the stub and the call starting. The thread must survive it like
+                    # any failed send.
+                    failure = (_code_name(exc), _details(exc))
+                else:
+                    if failures:
+                        log.info(
+                            "request to broker succeeded after retries",
+                            request=request.kind.value,
+                            attempts=failures + 1,
+                        )
+                    return response
+            if self._stopping.is_set():
+                return None
+            failures += 1
+            now = time.monotonic()
+            if failures == 1 or now - last_logged >= FAILURE_LOG_INTERVAL_S:
+                last_logged = now
+                log.warning(
+                    "request to broker failed; reconnecting and resending",
                     request=request.kind.value,
-                    attempts=failures + 1,
+                    target=self.target,
+                    code=failure[0],
+                    details=failure[1],
+                    attempts=failures,
                 )
-            return response
+            self._close_channel()
+            self._stopping.wait(self._backoff)
         return None
 
     def _deliver(self, item: QueueItem, response: ResponseMessage) -> None:
@@ -266,17 +288,55 @@ class RequestSendThread(threading.Thread):
             # Kafka loses the item in this case and keeps the thread alive; so do we.
             log.exception("response callback failed", request=item.request.kind.value)
 
-    def _connect(self) -> broker_pb2_grpc.BrokerServiceStub | None:
+    def _connect(self) -> tuple[broker_pb2_grpc.BrokerServiceStub, bool] | None:
+        """The stub, and whether its channel was just opened; None once stopping."""
         with self._channel_lock:
             if self._stopping.is_set():
                 return None
-            if self._stub is None:
-                self._channel = self._opener.open(
-                    self.target,
-                    options=[*MESSAGE_SIZE_OPTIONS, ("grpc.use_local_subchannel_pool", 1)],
-                )
-                self._stub = broker_pb2_grpc.BrokerServiceStub(self._channel)
-            return self._stub
+            if self._stub is not None:
+                return self._stub, False
+            self._channel = self._opener.open(
+                self.target,
+                options=[*MESSAGE_SIZE_OPTIONS, ("grpc.use_local_subchannel_pool", 1)],
+            )
+            self._stub = broker_pb2_grpc.BrokerServiceStub(self._channel)
+            return self._stub, True
+
+    def _await_ready(self) -> tuple[str, str] | None:
+        """Connect the fresh channel, waiting up to the connect timeout; the failure as
+        (code, details), or None once it is ready."""
+        with self._channel_lock:
+            channel = self._channel
+        if channel is None:  # closed by stop() meanwhile
+            return ("CANCELLED", "the channel was closed")
+        settled: list[grpc.ChannelConnectivity] = []
+        changed = threading.Event()
+
+        def on_change(state: grpc.ChannelConnectivity) -> None:
+            if state in _SETTLED:
+                settled.append(state)
+                changed.set()
+
+        channel.subscribe(on_change, try_to_connect=True)
+        try:
+            deadline = time.monotonic() + self._connect_timeout
+            # Sliced, so that stop() (which closes the channel) is noticed promptly.
+            while not changed.is_set() and not self._stopping.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                changed.wait(min(remaining, _STOP_POLL_S))
+        finally:
+            channel.unsubscribe(on_change)
+        if settled and settled[0] is grpc.ChannelConnectivity.READY:
+            return None
+        if settled:
+            return ("UNAVAILABLE", f"could not connect to {self.target} ({settled[0].name})")
+        return (
+            "DEADLINE_EXCEEDED",
+            f"no connection to {self.target} within the connect timeout "
+            f"(controller.socket.timeout.ms, {self._connect_timeout * 1000:.0f} ms)",
+        )
 
     def _close_channel(self) -> None:
         with self._channel_lock:

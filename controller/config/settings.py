@@ -165,7 +165,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("delete.topic.enable", Kind.BOOL, True, kafka=True,
             doc="If false, topic deletion requests are dropped (their znodes deleted)."),
     Setting("controller.socket.timeout.ms", Kind.INT, 30000, kafka=True, min=0,
-            doc="Connect timeout of the controller-to-broker channel."),
+            doc="Connect timeout of the controller-to-broker channel: a new connection that is "
+                "not ready within it is closed and retried after 100 ms; 0 means "
+                "request.timeout.ms."),
     Setting("request.timeout.ms", Kind.INT, 30000, kafka=True, min=0,
             doc="Timeout of one controller-to-broker request."),
     Setting("control.plane.listener.name", Kind.LISTENER, None, nullable=True, kafka=True,

@@ -241,6 +241,11 @@ class KazooPort(WatchedReads, KazooWrites):
     def chroot(self) -> str:
         return self._chroot
 
+    @property
+    def max_in_flight(self) -> int:
+        """Requests pipelined at most by one call (Kafka's zookeeper.max.in.flight.requests)."""
+        return self._max_in_flight
+
     def add_session_listener(self, listener: SessionListener) -> None:
         with self._listeners_lock:
             if listener not in self._listeners:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -473,3 +474,90 @@ def test_a_channel_closed_under_the_sender_is_a_failed_send_not_a_dead_thread(
         assert sender.is_alive()
     finally:
         sender.stop()
+
+
+class SilentListener:
+    """A TCP server that accepts connections and never answers: gRPC's HTTP/2 handshake never
+    completes, so a channel to it stays CONNECTING (a broker host that hangs)."""
+
+    def __init__(self, port: int) -> None:
+        self._server = socket.create_server(("127.0.0.1", port), reuse_port=False)
+        self._server.settimeout(0.1)
+        self.accepted: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.accepted.append(conn)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._server.close()
+        for conn in self.accepted:
+            conn.close()
+
+
+def test_a_connection_that_never_becomes_ready_is_retried_after_the_connect_timeout(
+    hosts: list[BrokerHost], free_port: Callable[[], int]
+) -> None:
+    port = free_port()
+    silent = SilentListener(port)
+    # The request timeout alone would hold the first connection for 30 s.
+    manager = ControllerChannelManager(
+        1, "CONTROLLER", request_timeout_s=30.0, connect_timeout_s=0.3
+    )
+    try:
+        manager.add_broker(Broker(1, (EndPoint("CONTROLLER", "127.0.0.1", port),)), 10)
+        answered = threading.Event()
+        with capture_logs() as logs:
+            manager.send(1, lai("hung"), lambda r: answered.set())
+            assert wait_until(lambda: len(silent.accepted) >= 3, timeout=15), (
+                f"{len(silent.accepted)} connection(s) in 15 s: the connect wait is not bounded"
+            )
+        assert not answered.is_set()
+        failures = [e for e in logs if e["event"].startswith("request to broker failed")]
+        assert failures and failures[0]["code"] == "DEADLINE_EXCEEDED"
+        assert "controller.socket.timeout.ms" in failures[0]["details"]
+
+        # The same request goes to a broker that answers on that address.
+        silent.close()
+        host = BrokerHost(RecordingBroker(), port=port)
+        hosts.append(host)
+        assert answered.wait(10), "request never reached the broker that replaced the hung one"
+        assert [req.topic_states[0].topic_name for _, req in host.servicer.received] == ["hung"]
+    finally:
+        manager.shutdown()
+        silent.close()
+
+
+def test_remove_broker_interrupts_a_connect_wait(free_port: Callable[[], int]) -> None:
+    port = free_port()
+    silent = SilentListener(port)
+    manager = ControllerChannelManager(
+        1, "CONTROLLER", request_timeout_s=30.0, connect_timeout_s=30.0
+    )
+    try:
+        manager.add_broker(Broker(1, (EndPoint("CONTROLLER", "127.0.0.1", port),)), 10)
+        manager.send(1, lai("hung"), None)
+        assert wait_until(lambda: len(silent.accepted) == 1)
+        started = time.monotonic()
+        manager.remove_broker(1)
+        assert time.monotonic() - started < 2.0, "remove_broker waited out the connect timeout"
+        assert not any(t.name.startswith("Controller-1-to-broker-1") for t in threading.enumerate())
+    finally:
+        manager.shutdown()
+        silent.close()
+
+
+def test_a_non_positive_connect_timeout_is_refused() -> None:
+    with pytest.raises(ValueError, match="connect_timeout_s"):
+        ControllerChannelManager(1, "CONTROLLER", connect_timeout_s=0.0)

@@ -1,0 +1,58 @@
+"""The daemon hands its configuration to the parts that use it (nothing is started here)."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from controller.config import load_config
+from controller.daemon import ControllerDaemon
+
+
+@pytest.fixture(autouse=True)
+def _keep_gc_thresholds() -> Iterator[None]:
+    saved = gc.get_threshold()  # the daemon tunes the collector for its process
+    yield
+    gc.set_threshold(*saved)
+
+
+def daemon_with(tmp_path: Path, **settings: str) -> ControllerDaemon:
+    flags = {
+        "controller.id": "1",
+        "zookeeper.connect": "127.0.0.1:1",
+        "log.dir": str(tmp_path),
+        **settings,
+    }
+    return ControllerDaemon(load_config(flags=flags, env={}), configure_logs=False)
+
+
+def test_zookeeper_pipelining_and_channel_timeouts_come_from_the_configuration(
+    tmp_path: Path,
+) -> None:
+    daemon = daemon_with(
+        tmp_path,
+        **{
+            "zookeeper.max.in.flight.requests": "3",
+            "controller.socket.timeout.ms": "1500",
+            "request.timeout.ms": "7000",
+        },
+    )
+    assert daemon.port.max_in_flight == 3
+    assert daemon.channel.connect_timeout_s == 1.5
+    assert daemon.channel.request_timeout_s == 7.0
+
+
+def test_defaults_are_kafkas_and_a_zero_socket_timeout_means_the_request_timeout(
+    tmp_path: Path,
+) -> None:
+    default = daemon_with(tmp_path)
+    assert default.port.max_in_flight == 10
+    assert default.channel.connect_timeout_s == 30.0
+
+    zero = daemon_with(
+        tmp_path, **{"controller.socket.timeout.ms": "0", "request.timeout.ms": "4000"}
+    )
+    assert zero.channel.connect_timeout_s == 4.0
