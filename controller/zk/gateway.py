@@ -172,7 +172,9 @@ class ZkGateway(AdminZnodes, ClusterZnodes):
             [
                 Create(
                     paths.CONTROLLER,
-                    codecs.encode_controller(controller_id, int(time.time() * 1000)),
+                    # v2, as Kafka 3.4+ writes it (kraftControllerEpoch -1: a ZK controller);
+                    # readers of v1 only look at brokerid.
+                    codecs.encode_controller(controller_id, int(time.time() * 1000), version=2),
                     ephemeral=True,
                 ),
                 SetData(paths.CONTROLLER_EPOCH, codecs.encode_controller_epoch(new_epoch), version),

@@ -264,4 +264,5 @@ def test_malformed_controller_epoch_is_reported_and_recovered(zk, processes):
     zk.set("/controller_epoch", b"5")
     wait_until(lambda: c1.active() == 1.0, timeout=15, what="c1 elected after the repair")
     assert controller_in_zk(zk) == (1, 6)
-    assert json.loads(zk.get("/controller")[0])["version"] == 1
+    registration = json.loads(zk.get("/controller")[0])
+    assert registration["version"] == 2 and registration["kraftControllerEpoch"] == -1

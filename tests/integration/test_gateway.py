@@ -136,6 +136,11 @@ def test_register_controller_and_increment_epoch(backend: Backend, port: ZkPort)
     assert first.register_controller_and_increment_epoch(1) == (1, 1)
     data, stat = port.get(paths.CONTROLLER)
     assert codecs.decode_controller(data) == 1 and stat.ephemeral_owner == port.session_id
+    # Kafka 3.4+'s format: version 2, the timestamp a string, kraftControllerEpoch -1.
+    written = json.loads(data)
+    assert set(written) == {"version", "brokerid", "timestamp", "kraftControllerEpoch"}
+    assert written["version"] == 2 and written["kraftControllerEpoch"] == -1
+    assert isinstance(written["timestamp"], str) and written["timestamp"].isdigit()
     with pytest.raises(ControllerMovedError):
         second.register_controller_and_increment_epoch(2)
     assert first.get_controller_epoch() == (1, 1)  # the loser bumped nothing
