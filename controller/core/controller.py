@@ -12,13 +12,15 @@ threads (ZooKeeper callbacks, gRPC servicers, timers, broker-response callbacks)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import structlog
 
 from controller.config import ControllerConfig
 from controller.core.context import ControllerContext
+from controller.core.errors import IllegalRequestBatchStateError
 from controller.core.event_manager import ControllerEventManager
 from controller.core.events import (
     ControllerEvent,
@@ -292,14 +294,35 @@ class Controller:
         self, brokers: Iterable[int], partitions: Iterable[TopicPartition]
     ) -> None:
         """Kafka's ``sendUpdateMetadataRequest``: one UMR batch from the controller itself."""
-        batch = self.request_batch
-        batch.new_batch()
-        try:
+        with self.own_request_batch() as batch:
             batch.add_update_metadata_request_for_brokers(brokers, partitions)
             batch.send_requests_to_brokers(self.context.epoch)
+
+    @contextmanager
+    def own_request_batch(self) -> Iterator[ControllerBrokerRequestBatch]:
+        """The controller's own request batch (not a state machine's), for one send.
+
+        A batch found dirty or a send that fails is Kafka's ``handleIllegalState``: a bug or
+        an inconsistent context, so the batch is cleared and the controller resigns and
+        deletes ``/controller``; the re-election (here or elsewhere) rebuilds the context from
+        ZooKeeper, which repairs whatever the event left half done. Any other error only
+        clears the batch, so that the next send can start."""
+        batch = self.request_batch
+        try:
+            batch.new_batch()
+            yield batch
+        except IllegalRequestBatchStateError as exc:
+            self.handle_illegal_state(exc)
         except Exception:
             batch.clear()
             raise
+
+    def handle_illegal_state(self, exc: IllegalRequestBatchStateError) -> NoReturn:
+        """Kafka's ``handleIllegalState``: clear the batch, move the controller, rethrow."""
+        log.error("controller request batch in an illegal state; resigning", error=str(exc))
+        self.request_batch.clear()
+        self.election.trigger_controller_move()
+        raise exc
 
     # -- helpers for handlers ------------------------------------------------------------
 

@@ -425,9 +425,7 @@ class PartitionReassignments:
     ) -> None:
         ctl = self.ctl
         info = self._update_leader_epoch(tp)
-        batch = ctl.request_batch
-        batch.new_batch()
-        try:
+        with ctl.own_request_batch() as batch:
             # isNew=false for the origin replicas: a replica on an offline log dir must not be
             # re-created elsewhere; isNew=true lets the adding replicas pick any good dir.
             batch.add_leader_and_isr_request_for_brokers(
@@ -437,9 +435,6 @@ class PartitionReassignments:
                 assignment.adding_replicas, tp, info, assignment, is_new=True
             )
             batch.send_requests_to_brokers(ctl.context.epoch)
-        except Exception:
-            batch.clear()
-            raise
         lai = info.leader_and_isr
         log.info(
             "sent LeaderAndIsr with the new assignment of a reassigning partition",

@@ -113,19 +113,12 @@ class ControlledShutdownHandler:
             led, PartitionState.OnlinePartition, CONTROLLED_SHUTDOWN_STRATEGY
         )
         if followed:
-            batch = ctl.request_batch
-            batch.new_batch()
-            try:
+            with ctl.own_request_batch() as batch:
                 for tp in followed:
                     batch.add_stop_replica_request_for_brokers(
                         (broker_id,), tp, delete_partition=False
                     )
                 batch.send_requests_to_brokers(ctx.epoch)
-            except Exception:
-                # Kafka's handleIllegalState clears the batch and moves the controller; a
-                # cleared batch keeps this controller usable, and the broker gets the error.
-                batch.clear()
-                raise
             # Followers leave the ISR in ZooKeeper and the leaders hear about it.
             ctl.replica_state_machine.handle_state_changes(
                 [PartitionAndReplica(tp, broker_id) for tp in followed],

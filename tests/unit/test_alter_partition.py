@@ -456,17 +456,21 @@ def test_controller_moved_during_the_write_is_not_controller_and_resigns(h):
     assert h.zk_state(T0).leader_and_isr.partition_epoch == 0  # fenced: nothing written
 
 
-def test_unexpected_failure_is_a_top_level_unknown_server_error(h):
+def test_unexpected_failure_is_a_top_level_unknown_server_error_and_moves_the_controller(h):
     h.channel.fail_next_send(RuntimeError("channel broke"))
     event = run(h, request((0, [1])))
     response = event.reply.result()
     assert (response.error_code, list(response.topics)) == (Errors.UNKNOWN_SERVER_ERROR, [])
-    # The write had happened: the broker's retry is answered with the current state.
+    # The write had happened; the failed UpdateMetadata is Kafka's handleIllegalState: the
+    # batch is cleared and the controller resigns, so that a re-election resyncs the brokers.
     assert h.zk_state(T0).leader_and_isr.partition_epoch == 1
+    assert h.controller.request_batch.is_empty
+    assert not h.controller.is_active
+    assert h.read(paths.CONTROLLER) is None
+    # The broker's retry goes to whoever is elected next.
     retry = run(h, request((0, [1])))
-    assert codes(retry) == {0: Errors.NONE}
-    assert retry.reply.result().topics[0].partitions[0].partition_epoch == 1
-    assert h.controller.is_active
+    exc = retry.reply.exception()
+    assert isinstance(exc, NotControllerError)
 
 
 def test_not_active_fails_the_reply_with_not_controller(h):
