@@ -216,9 +216,9 @@ Look around (in another terminal):
   .venv/bin/zk-controller brokers list
   curl -s http://{metrics_host}/metrics | grep kafka_controller_
 Kill a broker and watch leadership move (kill -9 is noticed after the {args.session_timeout_ms} ms
-session timeout; a plain kill at once):
-  kill <pid of a broker>; .venv/bin/zk-controller topics describe {args.topic or ""}
-  grep BrokerChange {var_dir}/controller-0/state-change.log
+session timeout, as a BrokerChange; a plain kill is a controlled shutdown, at once):
+  kill -9 <pid of a broker>; .venv/bin/zk-controller topics describe {args.topic or ""}
+  grep -E 'BrokerChange|ControlledShutdown' {var_dir}/controller-0/state-change.log
 Ctrl-C here stops everything.
 """,
         flush=True,
