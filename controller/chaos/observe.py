@@ -231,7 +231,11 @@ def _state_node(tp: Tp, data: bytes, stat: Any) -> StateNode | None:
 
 
 class BrokerProbe:
-    """Describe RPCs to the brokers, one channel per address."""
+    """Describe RPCs to the brokers, one channel per address.
+
+    A failed call drops its channel: gRPC backs a failed channel off for up to two minutes,
+    and a broker restarted on the same port would read as down for that long (seen with seed
+    2026: 30 s of false "leaderless" after broker 1 came back on its old port)."""
 
     def __init__(self, timeout_s: float = 1.0) -> None:
         self.timeout_s = timeout_s
@@ -246,6 +250,8 @@ class BrokerProbe:
                 channel
             ).Describe(broker_pb2.DescribeRequest(), timeout=self.timeout_s)
         except grpc.RpcError:
+            self._channels.pop(address, None)
+            channel.close()
             return None
         return response
 
