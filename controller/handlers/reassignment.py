@@ -138,9 +138,14 @@ class PartitionReassignments:
         ):
             return set()
         ctx = ctl.context
-        # Malformed content reads as empty (logged by the gateway, naming the problem).
-        requested = ctl.gateway.get_partition_reassignment()
-        results: dict[TopicPartition, ApiError | None] = {}
+        # Malformed as a whole reads as empty (logged by the gateway, naming the problem); a
+        # partition's invalid entry fails that partition only, and is removed with the failures.
+        request = ctl.gateway.get_partition_reassignment_request()
+        requested = request.targets
+        results: dict[TopicPartition, ApiError | None] = {
+            tp: ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, exc.problem)
+            for tp, exc in request.invalid.items()
+        }
         to_reassign: dict[TopicPartition, ReplicaAssignment] = {}
         for tp, target in requested.items():
             built = maybe_build_reassignment(ctx.partition_full_replica_assignment(tp), target)
@@ -521,9 +526,11 @@ class PartitionReassignments:
         gateway = self.ctl.gateway
         if not gateway.reassign_partitions_in_progress():
             return
-        current = gateway.get_partition_reassignment()
+        request = gateway.get_partition_reassignment_request()
+        current = request.targets
         remaining = {tp: r for tp, r in current.items() if not should_remove(tp, r)}
-        removed = sorted(set(current) - set(remaining))
+        # Invalid entries go with any rewrite: they were reported when the request was read.
+        removed = sorted((set(current) - set(remaining)) | set(request.invalid))
         epoch_zk_version = self.ctl.context.epoch_zk_version
         if not remaining:
             # Also deletes a malformed znode (it reads as empty), as Kafka does.

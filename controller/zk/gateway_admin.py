@@ -125,16 +125,21 @@ class AdminZnodes:
 
     # -- admin znodes --------------------------------------------------------------------
 
-    def get_partition_reassignment(self) -> dict[TopicPartition, tuple[int, ...]]:
-        """``/admin/reassign_partitions``; absent or malformed gives {} (Kafka's handling)."""
+    def get_partition_reassignment_request(self) -> codecs.ReassignmentRequest:
+        """``/admin/reassign_partitions`` entry by entry; absent, or malformed as a whole,
+        gives an empty request (Kafka's handling, logged)."""
         got = self.get_data(paths.REASSIGN_PARTITIONS, watch=False)
         if got is None:
-            return {}
+            return codecs.ReassignmentRequest({}, {})
         try:
-            return codecs.decode_reassignment(got[0], paths.REASSIGN_PARTITIONS)
+            return codecs.decode_reassignment_request(got[0], paths.REASSIGN_PARTITIONS)
         except MalformedZnodeError as exc:
             log.warning("ignoring malformed reassignment request", path=exc.path, error=exc.problem)
-            return {}
+            return codecs.ReassignmentRequest({}, {})
+
+    def get_partition_reassignment(self) -> dict[TopicPartition, tuple[int, ...]]:
+        """The valid targets of ``/admin/reassign_partitions`` (invalid entries left out)."""
+        return self.get_partition_reassignment_request().targets
 
     def reassign_partitions_in_progress(self) -> bool:
         return self.port.exists(paths.REASSIGN_PARTITIONS) is not None

@@ -274,12 +274,10 @@ def test_zk_request_entries_that_cannot_start_are_removed_and_the_rest_proceeds(
     "content",
     [
         b"{not json",
-        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[]}]}',
-        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[2,2]}]}',
         b'{"version":2,"partitions":[]}',
         b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[2],"x":1}]}',
     ],
-    ids=["not-json", "empty-replicas", "duplicate-brokers", "bad-version", "unknown-field"],
+    ids=["not-json", "bad-version", "unknown-field"],
 )
 def test_malformed_zk_request_is_ignored_and_nothing_is_lost(cluster: Cluster, client, content):
     two_brokers_topic_on_1(cluster)
@@ -297,6 +295,41 @@ def test_malformed_zk_request_is_ignored_and_nothing_is_lost(cluster: Cluster, c
     assert alter(client, {T0: [2]}) == {T0: (Errors.NONE, "")}
     wait_topic(cluster, partitions={"0": [2, 1]}, adding_replicas={"0": [2]})
     wait_until(lambda: not cluster.zk.exists(paths.REASSIGN_PARTITIONS), what="znode removed")
+
+
+@pytest.mark.parametrize(
+    "replicas",
+    [b"[]", b"[2,2]", b"[-1]", b'"2"'],
+    ids=["empty-replicas", "duplicate-brokers", "negative-broker", "not-a-list"],
+)
+def test_an_invalid_zk_entry_is_refused_and_removed_and_the_valid_one_runs(
+    cluster: Cluster, client, replicas
+):
+    two_brokers_topic_on_1(cluster)
+    cluster.create_topic("u", {0: [1]})
+    cluster.wait_state("u", 0, leader=1)
+    hold(cluster, 2)
+    before = cluster.zk.get(paths.topic_path("t"))[0]
+    cluster.zk.create(
+        paths.REASSIGN_PARTITIONS,
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":' + replicas + b"},"
+        b'{"topic":"u","partition":0,"replicas":[2,1]}]}',
+        makepath=True,
+    )
+    # u-0 is reassigned; t-0's entry is refused (INVALID_REPLICA_ASSIGNMENT, logged) and
+    # removed from the znode, which keeps only u-0's request.
+    wait_topic(cluster, "u", partitions={"0": [2, 1]}, adding_replicas={"0": [2]})
+
+    def remaining() -> list[dict[str, Any]] | None:
+        data = json.loads(cluster.zk.get(paths.REASSIGN_PARTITIONS)[0])
+        return data["partitions"] if len(data["partitions"]) == 1 else None
+
+    assert wait_until(remaining, what="the invalid entry removed") == [
+        {"topic": "u", "partition": 0, "replicas": [2, 1]}
+    ]
+    assert cluster.zk.get(paths.topic_path("t"))[0] == before
+    daemon = cluster.active_controller()
+    assert daemon.controller.call(lambda c: T0 not in c.context.partitions_being_reassigned)
 
 
 # -- the admin API -------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -1096,3 +1097,63 @@ def test_topic_fast_path_repeated_partition_key_as_json() -> None:
         b'"removing_replicas":{}}'
     )
     assert codecs.decode_topic_assignment("t", data).partitions == {0: ReplicaAssignment((2,))}
+
+
+class TestReassignmentRequestEntryByEntry:
+    """What the controller reads: a partition's bad entry makes that partition invalid,
+    whatever is wrong with it; what names no partition, or Kafka's mapper refuses, refuses
+    the whole znode."""
+
+    @pytest.mark.parametrize(
+        ("replicas", "problem"),
+        [
+            ("[]", "the replica list is empty"),
+            ("[1,1]", "duplicate broker id 1"),
+            ("[-1]", "a broker id in [0, 2147483647]"),
+            ('["1"]', "a broker id in [0, 2147483647]"),
+            ('"1,2"', "an array of broker ids"),
+        ],
+    )
+    def test_a_bad_target_fails_its_partition_only(self, replicas: str, problem: str) -> None:
+        data = (
+            '{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,5]},'
+            f'{{"topic":"u","partition":1,"replicas":{replicas}}}]}}'
+        ).encode()
+        request = codecs.decode_reassignment_request(data)
+        assert request.targets == {TopicPartition("t", 0): (4, 5)}
+        [(tp, error)] = request.invalid.items()
+        assert tp == TopicPartition("u", 1)
+        assert "'partitions[1].replicas" in error.problem and problem in error.problem
+        with pytest.raises(MalformedZnodeError, match=re.escape(problem)):
+            codecs.decode_reassignment(data)  # the strict reader refuses the znode
+
+    def test_a_missing_target_fails_its_partition_only(self) -> None:
+        data = b'{"version":1,"partitions":[{"topic":"u","partition":1}]}'
+        request = codecs.decode_reassignment_request(data)
+        assert request.targets == {}
+        assert "'partitions[0].replicas'" in request.invalid[TopicPartition("u", 1)].problem
+
+    def test_a_partition_listed_twice_is_invalid_both_times(self) -> None:
+        data = (
+            b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1]},'
+            b'{"topic":"u","partition":0,"replicas":[3]},'
+            b'{"topic":"t","partition":0,"replicas":[2]}]}'
+        )
+        request = codecs.decode_reassignment_request(data)
+        assert request.targets == {TopicPartition("u", 0): (3,)}
+        assert "duplicate partition t-0" in request.invalid[TopicPartition("t", 0)].problem
+
+    @pytest.mark.parametrize(
+        "data",
+        [
+            b'{"version":1,"partitions":[{"topic":',
+            b'{"version":2,"partitions":[]}',
+            b'{"version":1,"partitions":[],"comment":"x"}',
+            b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1],"x":1}]}',
+            b'{"version":1,"partitions":[{"topic":"t","partition":-1,"replicas":[1]}]}',
+            b'{"version":1,"partitions":{"t":0}}',
+        ],
+    )
+    def test_what_names_no_partition_refuses_the_whole_znode(self, data: bytes) -> None:
+        with pytest.raises(MalformedZnodeError):
+            codecs.decode_reassignment_request(data)

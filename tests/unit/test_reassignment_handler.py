@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator, Sequence
 
 import pytest
+from structlog.testing import capture_logs
 
 from controller.api.errors import ApiError, Errors
 from controller.channel.sender import RequestKind
@@ -313,6 +314,51 @@ def test_a_malformed_zk_request_is_ignored_and_left_in_place(h6: ControllerHarne
     # The operator deletes it; the next request is seen (the deletion re-arms the watch).
     h.admin.delete(paths.REASSIGN_PARTITIONS)
     h.drain()
+    h.admin.create(paths.REASSIGN_PARTITIONS, codecs.encode_reassignment({T0: (4, 2, 3)}))
+    h.drain()
+    assert rs_ar_rr(h) == ([4, 2, 3, 1], [4], [1])
+
+
+def test_an_invalid_entry_fails_its_partition_only_and_is_removed(h6: ControllerHarness) -> None:
+    h = h6
+    h.create_topic("u", {0: [1], 1: [1]}, in_context=False)
+    h.drain()
+    u0, u1 = TopicPartition("u", 0), TopicPartition("u", 1)
+    # t-0 is valid; u-0 has an empty target, u-1 a duplicate broker (Kafka's mapper takes both).
+    h.admin.create(
+        paths.REASSIGN_PARTITIONS,
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,2,3]},'
+        b'{"topic":"u","partition":0,"replicas":[]},'
+        b'{"topic":"u","partition":1,"replicas":[2,2]}]}',
+        makepath=True,
+    )
+    with capture_logs() as logs:
+        h.drain()
+    # The valid partition is reassigned; the invalid ones are untouched, reported by name...
+    assert rs_ar_rr(h) == ([4, 2, 3, 1], [4], [1])
+    assert h.ctx.partition_replica_assignment(u0) == (1,)
+    assert h.ctx.partition_replica_assignment(u1) == (1,)
+    [failed] = [e for e in logs if e["event"].startswith("reassignment requests in ZooKeeper")]
+    assert set(failed["errors"]) == {"u-0", "u-1"}
+    assert "the replica list is empty" in failed["errors"]["u-0"]
+    assert "duplicate broker id 2" in failed["errors"]["u-1"]
+    # ...and removed from the znode, which keeps the valid request until it completes.
+    data = h.read(paths.REASSIGN_PARTITIONS)
+    assert data is not None and codecs.decode_reassignment(data) == {T0: (4, 2, 3)}
+
+
+def test_a_request_with_only_invalid_entries_is_removed(h6: ControllerHarness) -> None:
+    h = h6
+    before = h.read(paths.topic_path("t"))
+    h.admin.create(
+        paths.REASSIGN_PARTITIONS,
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[-1]}]}',
+        makepath=True,
+    )
+    h.drain()
+    assert h.read(paths.REASSIGN_PARTITIONS) is None
+    assert h.read(paths.topic_path("t")) == before
+    # The deletion re-armed the watch: the next request is seen.
     h.admin.create(paths.REASSIGN_PARTITIONS, codecs.encode_reassignment({T0: (4, 2, 3)}))
     h.drain()
     assert rs_ar_rr(h) == ([4, 2, 3, 1], [4], [1])

@@ -8,6 +8,7 @@ and ``/config/changes/config_change_N``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from controller.core.model import TopicPartition
 from controller.zk import paths
@@ -43,32 +44,59 @@ def encode_reassignment(reassignment: Mapping[TopicPartition, Sequence[int]]) ->
     return dumps({"version": 1, "partitions": entries})
 
 
-def decode_reassignment(
-    data: bytes | None, path: str = paths.REASSIGN_PARTITIONS
-) -> dict[TopicPartition, tuple[int, ...]]:
-    """Strict, like Kafka's mapper: unknown fields, duplicates and empty replica lists raise.
+@dataclass(frozen=True, slots=True)
+class ReassignmentRequest:
+    """``/admin/reassign_partitions`` read entry by entry: the valid targets, and each
+    partition whose entry is invalid with the error naming the field."""
 
-    Kafka logs invalid content and treats the request as empty; this decoder raises
-    MalformedZnodeError instead, and the caller applies Kafka's "treat as empty".
+    targets: dict[TopicPartition, tuple[int, ...]]
+    invalid: dict[TopicPartition, MalformedZnodeError]
+
+
+def decode_reassignment_request(
+    data: bytes | None, path: str = paths.REASSIGN_PARTITIONS
+) -> ReassignmentRequest:
+    """The request as the controller acts on it.
+
+    What Kafka's strict mapper refuses (invalid JSON, an unknown version or field, an entry
+    that names no partition) refuses the whole znode: MalformedZnodeError. A partition's bad
+    target (not a list of distinct broker ids, empty) or a partition listed twice only makes
+    that partition invalid, so that the other partitions are still reassigned.
     """
     obj = load(data, path)
     if not _REASSIGN_KEYS.issuperset(obj):
         raise MalformedZnodeError(path, f"unknown field(s) {sorted(set(obj) - _REASSIGN_KEYS)}")
     version_field(obj, path, (1,))
-    out: dict[TopicPartition, tuple[int, ...]] = {}
+    targets: dict[TopicPartition, tuple[int, ...]] = {}
+    invalid: dict[TopicPartition, MalformedZnodeError] = {}
     for i, entry in enumerate(typed_field(obj, "partitions", path, list)):
         where = f"partitions[{i}]"
         tp = topic_partition(entry, path, where)
         if not _REASSIGN_ENTRY_KEYS.issuperset(entry):
             unknown = sorted(set(entry) - _REASSIGN_ENTRY_KEYS)
             fail(path, where, f"unknown field(s) {unknown}")
-        replicas = broker_ids(
-            entry.get("replicas", MISSING), path, f"{where}.replicas", non_empty=True
-        )
-        if tp in out:
-            fail(path, where, f"duplicate partition {tp}")
-        out[tp] = replicas
-    return out
+        if tp in targets or tp in invalid:
+            targets.pop(tp, None)
+            invalid[tp] = MalformedZnodeError(path, f"field {where!r}: duplicate partition {tp}")
+            continue
+        try:
+            targets[tp] = broker_ids(
+                entry.get("replicas", MISSING), path, f"{where}.replicas", non_empty=True
+            )
+        except MalformedZnodeError as exc:
+            invalid[tp] = exc
+    return ReassignmentRequest(targets, invalid)
+
+
+def decode_reassignment(
+    data: bytes | None, path: str = paths.REASSIGN_PARTITIONS
+) -> dict[TopicPartition, tuple[int, ...]]:
+    """Strict: any invalid entry raises MalformedZnodeError (for tools reading the request
+    back; the controller uses ``decode_reassignment_request``)."""
+    request = decode_reassignment_request(data, path)
+    if request.invalid:
+        raise next(iter(request.invalid.values()))
+    return request.targets
 
 
 def _partition_set(
