@@ -261,7 +261,9 @@ class ControllerDaemon:
         self._stopped = True
         log.info("stopping controller", controller_id=self.config.controller_id)
         resign = Resign()
-        self.controller.events.put(resign)
+        # Ahead of any backlog, as Kafka's shutdown clears its queue: the standby takes over
+        # at once, and queued requests are answered NOT_CONTROLLER (their callers retry there).
+        self.controller.events.clear_and_put(resign)
         try:
             resign.done.result(resign_timeout)
         except Exception:

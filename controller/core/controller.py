@@ -89,6 +89,7 @@ class Controller:
             on_processed=self._on_processed,
         )
         self._session_lost = False
+        self._shut_down = False  # our own session close then reads as LOST: not an expiry
         self._handlers: dict[type[ControllerEvent], Handler] = {}
         # Called on the event thread after every event (e.g. gRPC health follows is_active).
         self.after_event_hooks: list[Callable[[Controller], None]] = []
@@ -160,6 +161,7 @@ class Controller:
 
     def shutdown(self) -> None:
         """Stop processing; resign in memory. Does not delete ``/controller`` (see Resign)."""
+        self._shut_down = True
         self.events.close()
         self.scheduler.shutdown()
         try:
@@ -171,6 +173,8 @@ class Controller:
 
     def _on_session_state(self, state: SessionState) -> None:
         # Called on the ZooKeeper client's thread: only enqueue (reference §1.1, App. B).
+        if self._shut_down:
+            return
         if state is SessionState.LOST:
             self._session_lost = True
             if self.metrics is not None:

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
+from structlog.testing import capture_logs
 
 from controller.bench.cluster import last_record_ts
 from controller.config import load_config
 from controller.core.controller import Controller
-from controller.core.events import Probe
+from controller.core.events import NotControllerError, Probe
 from controller.daemon import ControllerDaemon
 from controller.zk import codecs
 from controller.zk.server import free_port
@@ -76,6 +77,13 @@ def daemons(zk_connect: str, tmp_path: Path) -> Iterator[Callable[[int], Control
         daemon.stop(resign_timeout=2)
 
 
+def expirations(daemon: ControllerDaemon) -> float:
+    value = daemon.metrics.registry.get_sample_value(
+        "kafka_controller_zookeeper_session_expirations_total"
+    )
+    return -1.0 if value is None else value
+
+
 def active_ones(procs: list[ControllerProcess]) -> list[ControllerProcess]:
     return [p for p in procs if p.active() == 1.0]
 
@@ -117,6 +125,27 @@ def _wait_resigned_record(daemon: ControllerDaemon) -> None:
     )
 
 
+def test_stop_with_a_backlog_resigns_first_and_answers_the_queued_requests(zk, daemons):
+    d1 = daemons(1)
+    wait_until(lambda: d1.controller.is_active, what="d1 active")
+    gate = threading.Event()
+    d1.controller.events.put(Probe(fn=lambda c: gate.wait(10)))  # the event in progress
+    backlog = [Probe(fn=lambda c: time.sleep(1)) for _ in range(20)]  # 20 s of queued work
+    for probe in backlog:
+        d1.controller.events.put(probe)
+    with capture_logs() as logs:
+        stopper = threading.Thread(target=d1.stop, kwargs={"resign_timeout": 5})
+        stopper.start()
+        # Queued requests are answered at once, before the event in progress ends.
+        wait_until(lambda: all(p.reply.done() for p in backlog), what="backlog answered")
+        gate.set()
+        stopper.join(15)
+    assert all(isinstance(p.reply.exception(0), NotControllerError) for p in backlog)
+    assert "resignation did not finish in time" not in [e["event"] for e in logs]
+    _wait_resigned_record(d1)
+    assert controller_in_zk(zk)[0] is None
+
+
 def test_server_side_session_expiry_resigns_and_one_controller_remains(zk, zk_connect, daemons):
     d1 = daemons(1)
     wait_until(lambda: d1.controller.is_active, what="d1 active")
@@ -138,6 +167,12 @@ def test_server_side_session_expiry_resigns_and_one_controller_remains(zk, zk_co
         return len(actives) == 1 and owner == actives[0].config.controller_id and epoch >= 2
 
     wait_until(settled, timeout=20, what="exactly one active controller at a higher epoch")
+    # Counted once, as an expiry; d2's session did not expire, and stopping it (which closes
+    # its session, LOST to the listeners) is not one either.
+    assert expirations(d1) == 1.0
+    assert expirations(d2) == 0.0
+    d2.stop(resign_timeout=5)
+    assert expirations(d2) == 0.0
     _wait_resigned_record(d1)
 
 
