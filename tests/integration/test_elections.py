@@ -404,6 +404,24 @@ def test_cli_single_partition_json_and_all(cluster: Cluster) -> None:
     ]
 
 
+def test_cli_unclean_election_elects_outside_the_isr_and_is_counted(cluster: Cluster) -> None:
+    seed(cluster, "t", {0: ([1, 2], 1, [1])})
+    start(cluster, brokers=(1, 2), **NO_AUTO_REBALANCE)
+    cluster.kill_broker(1)
+    cluster.wait_state("t", 0, leader=-1, isr=[1])
+    done = run_cli(cluster, "--type", "unclean", "--topic", "t", "--partition", "0")
+    assert done.returncode == 0, done
+    assert done.stdout.splitlines() == [
+        "Successfully completed leader election (UNCLEAN) for partitions t-0"
+    ]
+    state = cluster.state("t", 0)
+    assert (state["leader"], state["isr"], state.get("leader_recovery_state")) == (2, [2], 1)
+    registry = cluster.active_controller().metrics.registry
+    assert registry.get_sample_value("kafka_controller_unclean_leader_elections_total") == 1.0
+    by_type = {"type": "offline_unclean"}
+    assert registry.get_sample_value("kafka_controller_leader_elections_total", by_type) == 1.0
+
+
 def test_cli_errors_are_one_line(cluster: Cluster) -> None:
     start(cluster, brokers=(1,), **NO_AUTO_REBALANCE)
     done = run_cli(cluster, "--type", "preferred", "--topic", "missing")
