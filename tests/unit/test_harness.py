@@ -18,6 +18,7 @@ from controller.core.model import PartitionState, TopicPartition
 from controller.zk import codecs, paths
 from controller.zk.errors import ConnectionLossError, NoNodeError
 from tests.harness import ControllerHarness, leadership, touches
+from tests.harness.channel import make_broker
 
 TP = TopicPartition("t", 0)
 
@@ -96,3 +97,45 @@ def test_become_controller_sets_the_fencing_version(h: ControllerHarness) -> Non
     assert (h.ctx.epoch, h.ctx.epoch_zk_version) == (50, 4)
     assert codecs.decode_controller_epoch(h.read(paths.CONTROLLER_EPOCH)) == 50
     assert h.elect_rival() == 51
+
+
+def test_a_brokers_new_endpoint_and_rack_reach_every_broker_and_the_channel(
+    h: ControllerHarness,
+) -> None:
+    """BrokerModifications (reference §2.4): a live broker rewrites its registration in the
+    same session; every broker gets UpdateMetadata with it, and the controller's connection
+    follows the new endpoint."""
+    for broker in (1, 2):
+        h.register_broker(broker)
+    h.create_topic("t", {0: [1, 2]}, in_context=False)
+    h.start()
+    epoch_2 = h.ctx.live_broker_id_and_epochs()[2]
+    h.channel.clear()
+
+    moved = make_broker(2, host="broker-2.new", rack="rack-b")
+    registration = codecs.BrokerRegistration(2, moved.endpoints, moved.rack)
+    h.broker_sessions[2].set(paths.broker_path(2), codecs.encode_broker_registration(registration))
+    h.drain()
+
+    assert h.ctx.live_or_shutting_down_broker(2) == moved
+    assert h.ctx.live_broker_id_and_epochs()[2] == epoch_2  # not a bounce: same session
+    channel_broker, channel_epoch = h.channel.brokers[2]
+    assert (channel_broker, channel_epoch) == (moved, epoch_2)
+    for recipient in (1, 2):
+        [update] = h.channel.requests(recipient, RequestKind.UPDATE_METADATA)
+        wire = {b.id: b for b in update.request.message.live_brokers}
+        assert wire[2].rack == "rack-b"
+        assert {e.host for e in wire[2].endpoints} == {"broker-2.new"}
+    assert h.channel.requests(kind=RequestKind.LEADER_AND_ISR) == []
+
+
+def test_an_unchanged_registration_rewrite_sends_nothing(h: ControllerHarness) -> None:
+    for broker in (1, 2):
+        h.register_broker(broker)
+    h.start()
+    h.channel.clear()
+    data = h.read(paths.broker_path(2))
+    assert data is not None
+    h.broker_sessions[2].set(paths.broker_path(2), data)
+    h.drain()
+    assert h.channel.sent == []
