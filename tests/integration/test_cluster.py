@@ -214,6 +214,9 @@ def test_new_controller_keeps_live_leaders_and_updates_every_broker(cluster):
     three_brokers_and_topic(cluster)
     cluster.start_controller(9)
     before = {p: cluster.state("t", p) for p in range(3)}
+    umr_before = {
+        b: cluster.brokers[b].describe().requests_received["UpdateMetadata"] for b in (1, 2, 3)
+    }
     cluster.stop_controller(0)
     new = wait_until(lambda: cluster.controllers[9].controller.is_active, what="standby active")
     assert new
@@ -221,6 +224,16 @@ def test_new_controller_keeps_live_leaders_and_updates_every_broker(cluster):
         lambda: all(cluster.brokers[b].describe().controller_epoch == 2 for b in (1, 2, 3)),
         what="every broker hears from the new controller",
     )
+    # Kafka's failover step 7: UpdateMetadata to every live broker, with all of them in it.
+    wait_until(
+        lambda: all(
+            cluster.brokers[b].describe().requests_received["UpdateMetadata"] > umr_before[b]
+            for b in (1, 2, 3)
+        ),
+        what="UpdateMetadata from the new controller on every broker",
+    )
+    for b in (1, 2, 3):
+        assert {m.id for m in cluster.brokers[b].describe().live_brokers} == {1, 2, 3}
     for p in range(3):
         after = cluster.state("t", p)
         assert (after["leader"], after["leader_epoch"], after["isr"]) == (
