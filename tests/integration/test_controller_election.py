@@ -18,7 +18,8 @@ from structlog.testing import capture_logs
 from controller.bench.cluster import last_record_ts
 from controller.config import load_config
 from controller.core.controller import Controller
-from controller.core.events import NotControllerError, Probe
+from controller.core.events import NotControllerError, Probe, TopicChange
+from controller.core.model import EndPoint
 from controller.daemon import ControllerDaemon
 from controller.zk import codecs
 from controller.zk.server import free_port
@@ -178,8 +179,6 @@ def test_server_side_session_expiry_resigns_and_one_controller_remains(zk, zk_co
 
 def test_zombie_fenced_write_is_rejected_and_nothing_reaches_zookeeper(zk, daemons):
     # A live broker registration, so a new topic's partition would be written.
-    from controller.core.model import EndPoint
-
     registration = codecs.BrokerRegistration(
         1, (EndPoint("CONTROLLER", "127.0.0.1", free_port()),), timestamp_ms=0
     )
@@ -213,23 +212,55 @@ def test_zombie_fenced_write_is_rejected_and_nothing_reaches_zookeeper(zk, daemo
         b'{"version":3,"partitions":{"0":[1]},"adding_replicas":{},"removing_replicas":{}}',
         makepath=True,
     )
-    time.sleep(0.3)  # let the TopicChange watch fire and queue before the takeover
+    # The TopicChange is queued before the takeover, so the zombie processes it first.
+    wait_until(
+        lambda: any(isinstance(e, TopicChange) for e in d1.controller.events.pending()),
+        what="TopicChange queued behind the stuck event",
+    )
     zk.set("/controller_epoch", b"2")
     zk.delete("/controller")
     zk.create("/controller", codecs.encode_controller(99, 0), ephemeral=True)
-    gate.set()
+    with capture_logs() as logs:
+        gate.set()
+        wait_until(lambda: not d1.controller.is_active, what="zombie resigns")
 
-    wait_until(lambda: not d1.controller.is_active, what="zombie resigns")
+    # Its write was attempted and fenced (ControllerMovedError on the epoch check), not
+    # skipped: that is what made it resign.
+    moved = [e for e in logs if e["event"] == "controller moved to another node"]
+    assert [e["controller_event"] for e in moved] == ["TopicChange"]
     assert d1.controller.active_controller_id == 99
     assert zk.exists("/brokers/topics/fenced/partitions/0/state") is None
     assert controller_in_zk(zk) == (99, 2)
     _wait_resigned_record(d1)
 
 
+def _state_znodes(zk: KazooClient) -> dict[str, tuple[int, int]]:
+    """Every partition state znode: (mzxid, the controller_epoch written in it)."""
+    out = {}
+    for topic in zk.get_children("/brokers/topics"):
+        base = f"/brokers/topics/{topic}/partitions"
+        for partition in zk.get_children(base) if zk.exists(base) else []:
+            data, stat = zk.get(f"{base}/{partition}/state")
+            out[f"{topic}-{partition}"] = (stat.mzxid, json.loads(data)["controller_epoch"])
+    return out
+
+
 def test_sigstop_zombie_resigns_after_thaw(zk, processes):
+    registration = codecs.BrokerRegistration(
+        1, (EndPoint("CONTROLLER", "127.0.0.1", free_port()),), timestamp_ms=0
+    )
+    zk.create(
+        "/brokers/ids/1",
+        codecs.encode_broker_registration(registration),
+        ephemeral=True,
+        makepath=True,
+    )
+    topic = b'{"version":3,"partitions":{"0":[1]},"adding_replicas":{},"removing_replicas":{}}'
     c1 = processes(1)
     c1.wait_serving()
     wait_until(lambda: c1.active() == 1.0, what="c1 active")
+    zk.create("/brokers/topics/before", topic, makepath=True)
+    wait_until(lambda: "before-0" in _state_znodes(zk), what="c1 writes before's state")
     c2 = processes(2)
     c2.wait_serving()
     c1.signal(signal.SIGSTOP)
@@ -239,17 +270,25 @@ def test_sigstop_zombie_resigns_after_thaw(zk, processes):
             timeout=SESSION_TIMEOUT_MS / 1000 + 10,
             what="c2 takes over from the frozen c1",
         )
+        # Work for both: c1 saw nothing of it; c2 writes it at its epoch.
+        zk.create("/brokers/topics/during", topic)
+        wait_until(lambda: "during-0" in _state_znodes(zk), what="c2 writes during's state")
     finally:
         c1.signal(signal.SIGCONT)
+    takeover = zk.exists("/controller").czxid
     wait_until(lambda: c1.active() == 0.0, what="thawed zombie is not active")
     assert controller_in_zk(zk) == (2, 2)
     wait_until(
         lambda: '"to_state":"resigned"' in c1.state_change_log.read_text(),
         what="zombie recorded its resignation",
     )
-    # Everything in ZooKeeper written by a controller carries the new epoch, or none.
+    # Nothing the thawed zombie did reached ZooKeeper: every state written since the
+    # takeover carries the new epoch.
     assert c1.proc.poll() is None, "the zombie keeps running"
     assert c2.active() == 1.0
+    states = _state_znodes(zk)
+    assert set(states) == {"before-0", "during-0"}
+    assert all(epoch == 2 for mzxid, epoch in states.values() if mzxid > takeover), states
 
 
 def test_sigterm_deletes_controller_znode_and_standby_takes_over_fast(zk, processes):
