@@ -50,8 +50,8 @@ from controller.core.events import (
     TopicUncleanLeaderElectionEnable,
     UncleanLeaderElectionEnable,
 )
-from controller.zk import codecs, paths
-from controller.zk.errors import MalformedZnodeError, NoNodeError, ZkError
+from controller.zk import paths
+from controller.zk.errors import MalformedZnodeError, ZkError
 from controller.zk.watches import ZNodeChildChangeHandler
 
 if TYPE_CHECKING:
@@ -162,26 +162,22 @@ class ConfigChanges:
         topics: list[str] = []
         broker_default = False
         if fresh:
-            change_paths = [f"{paths.CONFIG_CHANGES}/{name}" for _, name in fresh]
-            for result in ctl.gateway.port.get_many(change_paths):
-                if isinstance(result.error, NoNodeError):
-                    continue  # purged meanwhile
-                if result.error is not None:
-                    log.warning(
-                        "cannot read config change notification",
-                        path=result.path,
-                        error=str(result.error),
-                    )
-                    continue
-                try:
-                    entity_type, name = codecs.decode_config_change(result.data, result.path)
-                except MalformedZnodeError as exc:
+            for path, change in ctl.gateway.get_config_change_notifications(
+                name for _, name in fresh
+            ):
+                if isinstance(change, MalformedZnodeError):
                     log.warning(
                         "ignoring malformed config change notification",
-                        path=exc.path,
-                        problem=exc.problem,
+                        path=change.path,
+                        problem=change.problem,
                     )
                     continue
+                if isinstance(change, Exception):
+                    log.warning(
+                        "cannot read config change notification", path=path, error=str(change)
+                    )
+                    continue
+                entity_type, name = change
                 if entity_type == TOPICS_ENTITY and name not in topics:
                     topics.append(name)
                 elif (entity_type, name) == (BROKERS_ENTITY, paths.CONFIG_DEFAULT_ENTITY):
@@ -234,18 +230,17 @@ class ConfigChanges:
                 del self._first_seen[name]  # deleted by someone else
         for _, name in numbered:
             self._first_seen.setdefault(name, now)
-        port = self.ctl.gateway.port
+        gateway = self.ctl.gateway
         for _, name in numbered:
             if now - self._first_seen[name] <= CHANGE_EXPIRATION_S:
                 break  # sequential: every later notification is newer
-            path = f"{paths.CONFIG_CHANGES}/{name}"
             try:
-                port.delete(path)
-            except NoNodeError:
-                pass
+                gateway.purge_config_change_notification(name)
             except ZkError as exc:
                 log.warning(
-                    "cannot purge an old config change notification", path=path, error=str(exc)
+                    "cannot purge an old config change notification",
+                    path=f"{paths.CONFIG_CHANGES}/{name}",
+                    error=str(exc),
                 )
                 continue
             del self._first_seen[name]

@@ -111,8 +111,8 @@ class ControllerElection:
         if active is None:
             return -1
         if active == self.ctl.controller_id:
-            stat = self.ctl.port.exists(paths.CONTROLLER)
-            if stat is not None and stat.ephemeral_owner != self.ctl.port.session_id:
+            owner = self.ctl.gateway.get_controller_owner_session()
+            if owner is not None and owner != self.ctl.port.session_id:
                 # Our id, but not our session: a previous process of this controller whose
                 # session has not timed out yet (or a second process with the same id). It
                 # is not us: wait for the node to go (the watch is armed).
@@ -120,7 +120,7 @@ class ControllerElection:
                     "/controller names this controller id but another ZooKeeper session holds "
                     "it; waiting for it to go",
                     path=paths.CONTROLLER,
-                    owner_session=hex(stat.ephemeral_owner),
+                    owner_session=hex(owner),
                 )
                 return -2
         return active

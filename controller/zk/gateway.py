@@ -153,6 +153,11 @@ class ZkGateway(AdminZnodes, ClusterZnodes):
             return None
         return codecs.decode_controller(got[0], paths.CONTROLLER)
 
+    def get_controller_owner_session(self) -> int | None:
+        """The session that holds ``/controller`` (its ephemeral owner), None if absent."""
+        stat = self.port.exists(paths.CONTROLLER)
+        return None if stat is None else stat.ephemeral_owner
+
     def register_controller_and_increment_epoch(self, controller_id: int) -> tuple[int, int]:
         """Kafka's ``registerControllerAndIncrementControllerEpoch`` (reference §1.6).
 

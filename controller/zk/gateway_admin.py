@@ -10,6 +10,7 @@ naming its path, and skipped.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Mapping
 
 import structlog
@@ -122,6 +123,32 @@ class AdminZnodes:
         self._delete_all(
             [f"{paths.LOG_DIR_EVENT_NOTIFICATION}/{n}" for n in names], epoch_zk_version
         )
+
+    # -- config change notifications (/config/changes) -----------------------------------
+
+    def get_config_change_notifications(
+        self, names: Iterable[str]
+    ) -> list[tuple[str, tuple[str, str] | ZkError | MalformedZnodeError]]:
+        """Each notification's (entity type, entity name), in the order given; a notification
+        purged meanwhile is left out, one that cannot be read or decoded gives its error."""
+        out: list[tuple[str, tuple[str, str] | ZkError | MalformedZnodeError]] = []
+        for res in self._get_many([f"{paths.CONFIG_CHANGES}/{n}" for n in names]):
+            if isinstance(res.error, NoNodeError):
+                continue
+            if res.error is not None:
+                out.append((res.path, res.error))
+                continue
+            try:
+                out.append((res.path, codecs.decode_config_change(res.data, res.path)))
+            except MalformedZnodeError as exc:
+                out.append((res.path, exc))
+        return out
+
+    def purge_config_change_notification(self, name: str) -> None:
+        """Delete an expired notification. Not fenced: the purge of Kafka's notification
+        listener is not a controller write (every reader of the path may do it)."""
+        with contextlib.suppress(NoNodeError):
+            self.port.delete(f"{paths.CONFIG_CHANGES}/{name}")
 
     # -- admin znodes --------------------------------------------------------------------
 

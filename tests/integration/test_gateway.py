@@ -379,6 +379,25 @@ def test_set_get_and_delete_partition_reassignment(gw: ZkGateway, port: ZkPort, 
     assert gw.get_partition_reassignment() == {}  # Kafka's strict mapper: treated as empty
 
 
+def test_config_change_notification_methods(gw: ZkGateway, port: ZkPort) -> None:
+    port.ensure_path(paths.CONFIG_CHANGES)
+    port.create(
+        f"{paths.CONFIG_CHANGES}/config_change_0000000000",
+        codecs.encode_config_change("topics", "t"),
+    )
+    port.create(f"{paths.CONFIG_CHANGES}/config_change_0000000001", b"{not json")
+    names = ["config_change_0000000000", "config_change_0000000001", "config_change_0000000002"]
+    read = gw.get_config_change_notifications(names)
+    # The missing one (purged meanwhile) is left out; the malformed one names its path.
+    assert [path.rsplit("/", 1)[1] for path, _ in read] == names[:2]
+    assert read[0][1] == ("topics", "t")
+    assert isinstance(read[1][1], MalformedZnodeError)
+    assert read[1][1].path == f"{paths.CONFIG_CHANGES}/config_change_0000000001"
+    gw.purge_config_change_notification(names[0])
+    gw.purge_config_change_notification(names[2])  # already gone: not an error
+    assert port.get_children(paths.CONFIG_CHANGES) == [names[1]]
+
+
 def test_preferred_replica_election_methods(gw: ZkGateway, port: ZkPort, epoch: int) -> None:
     port.ensure_path(paths.ADMIN)
     assert gw.get_preferred_replica_election() == set()
