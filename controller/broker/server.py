@@ -304,6 +304,13 @@ class BrokerServer:
             )
             log.warning("log dir failure announced", broker_id=self.broker_id, path=path)
 
+    def fail_current_log_dir(self) -> list[TopicPartition]:
+        """The log dir holding every partition hosted now fails (``fail_log_dir``); partitions
+        created later go to another, healthy dir. Returns the partitions that went offline."""
+        partitions = self.state.healthy_partitions()
+        self.fail_log_dir(partitions)
+        return partitions
+
     def describe(self) -> broker_pb2.DescribeResponse:
         return self.state.describe()
 

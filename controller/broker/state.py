@@ -283,6 +283,11 @@ class ReplicaState:
 
     # -- failed log dirs ---------------------------------------------------------------------
 
+    def healthy_partitions(self) -> list[TopicPartition]:
+        """The partitions hosted here and not on a failed log dir."""
+        with self._lock:
+            return sorted(tp for tp in self._partitions if tp not in self._offline)
+
     def fail_log_dir(self, partitions: Iterable[TopicPartition]) -> None:
         """Mark partitions as living on a failed log dir: from now on LeaderAndIsr and
         StopReplica answer KAFKA_STORAGE_ERROR for them (Kafka's ``HostedPartition.Offline``).

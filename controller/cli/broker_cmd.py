@@ -10,7 +10,10 @@ Kafka's ACLs on the znodes it creates; --tls-* make the gRPC server TLS (mutual 
 controller's ZKC_* environment variable of the same setting.
 SIGTERM or SIGINT stops it cleanly: a controlled shutdown first (the active controller moves
 this broker's leaderships away; Kafka's controlled.shutdown.* settings), then deregistration,
-the gRPC grace period, and the ZooKeeper session is closed. Exit codes: 0 on a requested stop,
+the gRPC grace period, and the ZooKeeper session is closed. SIGUSR1 simulates a failed log dir:
+every partition hosted at that moment goes offline on it (KAFKA_STORAGE_ERROR from then on)
+and the controller is told through /log_dir_event_notification, as Kafka's broker does;
+partitions created later land on a healthy dir. Exit codes: 0 on a requested stop,
 1 when ZooKeeper or the listen address is unusable, 2 for bad arguments, 4 when the broker id
 is already registered by another live broker.
 """
@@ -210,7 +213,8 @@ def broker_command(args: argparse.Namespace) -> int:
         print(f"zk-controller broker: {exc}", file=sys.stderr)
         return 2
 
-    inbox = SignalInbox((signal.SIGINT, signal.SIGTERM))
+    # SIGUSR1: simulate a failed log dir (fail_current_log_dir), for demos and drills.
+    inbox = SignalInbox((signal.SIGINT, signal.SIGTERM, signal.SIGUSR1))
     config = BrokerConfig(
         broker_id=args.broker_id,
         listen=args.listen,
@@ -253,7 +257,13 @@ def broker_command(args: argparse.Namespace) -> int:
             broker_epoch=server.broker_epoch,
             address=server.address,
         )
-        signum = inbox.wait()
+        while (signum := inbox.wait()) == signal.SIGUSR1:
+            failed = server.fail_current_log_dir()
+            log.warning(
+                "SIGUSR1: simulated a failed log dir",
+                broker_id=server.broker_id,
+                partitions=[str(tp) for tp in failed],
+            )
         assert signum is not None  # no timeout
         log.info("stopping broker", signal=signal.Signals(signum).name)
         # Kafka's controlled shutdown: leadership moves away while we still serve (the

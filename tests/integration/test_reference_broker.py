@@ -616,6 +616,50 @@ def test_cli_runs_registers_and_stops_cleanly_on_sigterm(zk_connect: str) -> Non
         observer.stop()
 
 
+def test_cli_sigusr1_fails_the_log_dir_of_the_hosted_partitions(zk_connect: str) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "controller", "broker", "--zookeeper", zk_connect,
+         "--broker-id", "12", "--session-timeout-ms", "6000",
+         "--controlled-shutdown-enable", "false"],  # no controller here to ask
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "ZK_CONNECT": ""},
+        text=True,
+    )  # fmt: skip
+    observer = kazoo(zk_connect)
+    try:
+        assert wait_until(lambda: observer.exists("/brokers/ids/12") is not None, 20)
+        data, stat = observer.get("/brokers/ids/12")
+        endpoint = codecs.decode_broker(12, data).endpoint("CONTROLLER")
+        assert endpoint is not None
+        client = Client(endpoint.address)
+        before = P("t", 0, leader=12, replicas=(12,), isr=(12,))
+        assert lai_errors(client.lai([before], broker_epoch=stat.czxid)) == {("t", 0): 0}
+
+        proc.send_signal(signal.SIGUSR1)
+        assert wait_until(
+            lambda: [(p.topic, p.partition) for p in client.describe().offline_partitions]
+            == [("t", 0)]
+        )
+        # The controller is told, as Kafka's broker tells it.
+        assert wait_until(lambda: bool(observer.get_children("/log_dir_event_notification")))
+        [name] = observer.get_children("/log_dir_event_notification")
+        event, _ = observer.get(f"/log_dir_event_notification/{name}")
+        assert codecs.decode_log_dir_event(event, name) == 12
+        # A partition created afterwards lands on a healthy dir; the failed one stays failed.
+        after = P("t", 1, leader=12, replicas=(12,), isr=(12,))
+        errors = lai_errors(client.lai([before, after], broker_epoch=stat.czxid))
+        assert errors == {("t", 0): Errors.KAFKA_STORAGE_ERROR, ("t", 1): 0}
+        assert proc.poll() is None  # still serving
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        observer.stop()
+
+
 def _registration(broker_id: int) -> codecs.BrokerRegistration:
     return codecs.BrokerRegistration(
         broker_id, (EndPoint("CONTROLLER", "127.0.0.1", 9000 + broker_id),)
