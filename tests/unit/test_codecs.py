@@ -1157,3 +1157,27 @@ class TestReassignmentRequestEntryByEntry:
     def test_what_names_no_partition_refuses_the_whole_znode(self, data: bytes) -> None:
         with pytest.raises(MalformedZnodeError):
             codecs.decode_reassignment_request(data)
+
+
+@pytest.mark.parametrize(
+    ("decode", "path"),
+    [
+        (codecs.decode_reassignment_request, paths.REASSIGN_PARTITIONS),
+        (codecs.decode_preferred_replica_election, paths.PREFERRED_REPLICA_ELECTION),
+        (codecs.decode_isr_change_notification, paths.isr_change_path(1)),
+        (codecs.decode_log_dir_event, f"{paths.LOG_DIR_EVENT_NOTIFICATION}/log_dir_event_1"),
+        (codecs.decode_config_change, f"{paths.CONFIG_CHANGES}/config_change_1"),
+        (codecs.decode_topic_config, "/config/topics/t"),
+        (codecs.decode_feature_znode, paths.FEATURE),
+        (codecs.decode_producer_id_block, paths.LATEST_PRODUCER_ID_BLOCK),
+        (codecs.decode_controller_full, paths.CONTROLLER),
+    ],
+    ids=lambda v: getattr(v, "__name__", v),
+)
+def test_every_admin_notification_and_config_decoder_refuses_an_oversized_payload(
+    decode: Callable[[bytes, str], object], path: str
+) -> None:
+    oversized = b'{"version":1,"x":"' + b"a" * codecs.MAX_ZNODE_BYTES + b'"}'
+    with pytest.raises(MalformedZnodeError, match="exceeds MAX_ZNODE_BYTES") as info:
+        decode(oversized, path)
+    assert info.value.path == path

@@ -245,6 +245,10 @@ def test_list_reports_only_partitions_being_reassigned(h6: ControllerHarness) ->
     for partitions, expected in (
         (None, {T0: ReplicaAssignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3))}),
         (frozenset({TopicPartition("u", 0), TopicPartition("x", 3)}), {}),
+        # Malformed names and ids are not errors: they are simply not being reassigned.
+        (frozenset({TopicPartition("", 0), TopicPartition("t", -1), T0}), {
+            T0: ReplicaAssignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3))
+        }),
     ):
         event = ListPartitionReassignments(partitions=partitions)
         h.put(event)
