@@ -506,17 +506,23 @@ class SilentListener:
             conn.close()
 
 
+def _channel_to(port: int, connect_timeout_s: float) -> ControllerChannelManager:
+    """A channel with broker 1 at 127.0.0.1:``port`` and a 30 s request timeout."""
+    manager = ControllerChannelManager(
+        1, "CONTROLLER", request_timeout_s=30.0, connect_timeout_s=connect_timeout_s
+    )
+    manager.add_broker(Broker(1, (EndPoint("CONTROLLER", "127.0.0.1", port),)), 10)
+    return manager
+
+
 def test_a_connection_that_never_becomes_ready_is_retried_after_the_connect_timeout(
     hosts: list[BrokerHost], free_port: Callable[[], int]
 ) -> None:
     port = free_port()
     silent = SilentListener(port)
-    # The request timeout alone would hold the first connection for 30 s.
-    manager = ControllerChannelManager(
-        1, "CONTROLLER", request_timeout_s=30.0, connect_timeout_s=0.3
-    )
+    # The request timeout (30 s) alone would hold the first connection for 30 s.
+    manager = _channel_to(port, connect_timeout_s=0.3)
     try:
-        manager.add_broker(Broker(1, (EndPoint("CONTROLLER", "127.0.0.1", port),)), 10)
         answered = threading.Event()
         with capture_logs() as logs:
             manager.send(1, lai("hung"), lambda r: answered.set())
@@ -542,11 +548,8 @@ def test_a_connection_that_never_becomes_ready_is_retried_after_the_connect_time
 def test_remove_broker_interrupts_a_connect_wait(free_port: Callable[[], int]) -> None:
     port = free_port()
     silent = SilentListener(port)
-    manager = ControllerChannelManager(
-        1, "CONTROLLER", request_timeout_s=30.0, connect_timeout_s=30.0
-    )
+    manager = _channel_to(port, connect_timeout_s=30.0)
     try:
-        manager.add_broker(Broker(1, (EndPoint("CONTROLLER", "127.0.0.1", port),)), 10)
         manager.send(1, lai("hung"), None)
         assert wait_until(lambda: len(silent.accepted) == 1)
         started = time.monotonic()

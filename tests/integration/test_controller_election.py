@@ -78,6 +78,19 @@ def daemons(zk_connect: str, tmp_path: Path) -> Iterator[Callable[[int], Control
         daemon.stop(resign_timeout=2)
 
 
+def register_broker_1(zk: KazooClient) -> None:
+    """A broker registration (no broker behind it), so that topics get partition states."""
+    registration = codecs.BrokerRegistration(
+        1, (EndPoint("CONTROLLER", "127.0.0.1", free_port()),), timestamp_ms=0
+    )
+    zk.create(
+        "/brokers/ids/1",
+        codecs.encode_broker_registration(registration),
+        ephemeral=True,
+        makepath=True,
+    )
+
+
 def expirations(daemon: ControllerDaemon) -> float:
     value = daemon.metrics.registry.get_sample_value(
         "kafka_controller_zookeeper_session_expirations_total"
@@ -178,16 +191,7 @@ def test_server_side_session_expiry_resigns_and_one_controller_remains(zk, zk_co
 
 
 def test_zombie_fenced_write_is_rejected_and_nothing_reaches_zookeeper(zk, daemons):
-    # A live broker registration, so a new topic's partition would be written.
-    registration = codecs.BrokerRegistration(
-        1, (EndPoint("CONTROLLER", "127.0.0.1", free_port()),), timestamp_ms=0
-    )
-    zk.create(
-        "/brokers/ids/1",
-        codecs.encode_broker_registration(registration),
-        ephemeral=True,
-        makepath=True,
-    )
+    register_broker_1(zk)  # live, so a new topic's partition would be written
     d1 = daemons(1)
     wait_until(
         lambda: (
@@ -246,15 +250,7 @@ def _state_znodes(zk: KazooClient) -> dict[str, tuple[int, int]]:
 
 
 def test_sigstop_zombie_resigns_after_thaw(zk, processes):
-    registration = codecs.BrokerRegistration(
-        1, (EndPoint("CONTROLLER", "127.0.0.1", free_port()),), timestamp_ms=0
-    )
-    zk.create(
-        "/brokers/ids/1",
-        codecs.encode_broker_registration(registration),
-        ephemeral=True,
-        makepath=True,
-    )
+    register_broker_1(zk)
     topic = b'{"version":3,"partitions":{"0":[1]},"adding_replicas":{},"removing_replicas":{}}'
     c1 = processes(1)
     c1.wait_serving()
