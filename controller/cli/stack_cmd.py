@@ -219,6 +219,8 @@ Kill a broker and watch leadership move (kill -9 is noticed after the {args.sess
 session timeout, as a BrokerChange; a plain kill is a controlled shutdown, at once):
   kill -9 <pid of a broker>; .venv/bin/zk-controller topics describe {args.topic or ""}
   grep -E 'BrokerChange|ControlledShutdown' {var_dir}/controller-0/state-change.log
+Fail a broker's log dir (its replicas go offline, leadership moves):
+  kill -USR1 <pid of a broker>; .venv/bin/zk-controller topics describe {args.topic or ""}
 Ctrl-C here stops everything.
 """,
         flush=True,
