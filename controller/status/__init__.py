@@ -352,7 +352,9 @@ def render(status: ClusterStatus, *, source: str = "") -> str:
     lines.append("")
     lines.append(
         f"Topics: {status.topics}   Partitions: {p['total']}   online {p['online']}   "
-        f"offline {p['offline']}   under-replicated {p['under_replicated']}"
+        f"offline {p['offline']}"
+        + (f" ({p['no_state']} never elected: no state znode)" if p["no_state"] else "")
+        + f"   under-replicated {p['under_replicated']}"
     )
     if status.offline:
         lines.append(f"  offline: {_names(status.offline)}")

@@ -158,6 +158,25 @@ def test_recent_leader_changes_are_tracked_between_refreshes(cluster: Cluster) -
         port.stop()
 
 
+def test_a_partition_never_elected_is_offline_without_a_state(cluster: Cluster) -> None:
+    cluster.start_broker(1)
+    cluster.start_controller(0)
+    cluster.active_controller()
+    cluster.create_topic("ok", {0: [1]})
+    cluster.create_topic("orphan", {0: [9]})  # broker 9 never registered: nothing to elect
+    cluster.wait_state("ok", 0, leader=1)
+    doc = wait_until(
+        lambda: (d := status_json(cluster.connect))["partitions"]["total"] == 2 and d,
+        what="both topics in status",
+    )
+    assert doc["partitions"] == {
+        "total": 2, "online": 1, "offline": 1, "under_replicated": 0, "no_state": 1,
+    }  # fmt: skip
+    assert doc["offline"] == ["orphan-0"]
+    out = status(cluster.connect, "--once").stdout
+    assert "online 1   offline 1 (1 never elected: no state znode)   under-replicated 0" in out
+
+
 def test_status_shows_where_unclean_elections_are_allowed(cluster: Cluster) -> None:
     cluster.start_broker(1)
     cluster.start_controller(0)
