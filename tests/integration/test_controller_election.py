@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from controller.core.events import NotControllerError, Probe, TopicChange
 from controller.core.model import EndPoint
 from controller.daemon import ControllerDaemon
 from controller.zk import codecs
+from controller.zk.port import SessionState
 from controller.zk.server import free_port
 from tests.support import ControllerProcess, controller_in_zk, kazoo, wait_until
 
@@ -137,6 +139,25 @@ def _wait_resigned_record(daemon: ControllerDaemon) -> None:
         lambda: last_record_ts(scl, "resigned") is not None,
         what="the resigned record in the state-change log",
     )
+
+
+def test_a_dropped_connection_is_a_disconnect_not_an_expiry(zk, daemons):
+    d1 = daemons(1)
+    wait_until(lambda: d1.controller.is_active, what="d1 active")
+    session = d1.port.session_id
+    registry = d1.metrics.registry
+    assert registry.get_sample_value("kafka_controller_zookeeper_disconnects_total") == 0.0
+    # Cut the client's TCP connection under it (the test reaches into kazoo for the socket):
+    # kazoo reconnects within the session, as after a network blip.
+    d1.port._client._connection._socket.shutdown(socket.SHUT_RDWR)
+    wait_until(
+        lambda: registry.get_sample_value("kafka_controller_zookeeper_disconnects_total") == 1.0,
+        what="the disconnect counted",
+    )
+    wait_until(lambda: d1.port.state is SessionState.CONNECTED, what="reconnected")
+    assert d1.port.session_id == session
+    assert expirations(d1) == 0.0
+    assert d1.controller.is_active and controller_in_zk(zk)[0] == 1
 
 
 def test_stop_with_a_backlog_resigns_first_and_answers_the_queued_requests(zk, daemons):
