@@ -139,10 +139,7 @@ class FeatureVersioning:
             return
         existing, version = ({}, ABSENT) if current is None else (current[0].levels(), current[1])
         ctx = ctl.context
-        live = {
-            b: ctx.live_or_shutting_down_broker(b) for b in ctx.live_or_shutting_down_broker_ids()
-        }
-        supported = {b: broker.features for b, broker in live.items() if broker is not None}
+        supported = {b.id: b.features for b in ctx.live_or_shutting_down_brokers()}
         target, results = apply_feature_updates(event.updates, existing, supported)
         if target != existing and not event.validate_only:
             node = codecs.FeatureZNode(

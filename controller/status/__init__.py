@@ -209,10 +209,13 @@ def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) ->
     cluster = list_brokers(port)
     features: ClusterFeatures | None = None
     features_error = None
+    finalized: dict[str, int] = {}
     try:
         features = describe_features(port, cluster.brokers)
     except AdminError as exc:
         features_error = str(exc)
+    else:
+        finalized = {f.name: f.finalized for f in features.features if f.finalized is not None}
     unsupported = _unsupported(features)
     brokers = [
         BrokerStatus(
@@ -249,11 +252,7 @@ def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) ->
         unclean_topics={
             t.name: t.configs[UNCLEAN_CONFIG] for t in topics if UNCLEAN_CONFIG in t.configs
         },
-        finalized_features={
-            f.name: f.finalized for f in features.features if f.finalized is not None
-        }
-        if features is not None
-        else {},
+        finalized_features=finalized,
         feature_epoch=features.epoch if features is not None else None,
         features_error=features_error,
         leaders=leaders,
