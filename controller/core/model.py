@@ -21,6 +21,8 @@ LEADER_DURING_DELETE = -2
 NO_EPOCH = -1
 EPOCH_DURING_DELETE = -2
 INITIAL_LEADER_EPOCH = 0
+# Leader and controller epochs are int32 in Kafka's formats and protocol.
+MAX_EPOCH = 2**31 - 1
 INITIAL_PARTITION_EPOCH = 0
 UNKNOWN_BROKER_EPOCH = -1
 
@@ -83,10 +85,16 @@ class LeaderAndIsr:
     leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
     partition_epoch: int = INITIAL_PARTITION_EPOCH
 
+    def _next_leader_epoch(self) -> int:
+        if self.leader_epoch >= MAX_EPOCH:
+            # A backstop: callers refuse such states first (state_reads); never write past int32.
+            raise ValueError(f"leader_epoch {self.leader_epoch} is the int32 maximum")
+        return self.leader_epoch + 1
+
     def new_leader(self, leader: int) -> LeaderAndIsr:
         return LeaderAndIsr(
             leader,
-            self.leader_epoch + 1,
+            self._next_leader_epoch(),
             self.isr,
             self.leader_recovery_state,
             self.partition_epoch,
@@ -95,7 +103,7 @@ class LeaderAndIsr:
     def new_leader_and_isr(self, leader: int, isr: Iterable[int]) -> LeaderAndIsr:
         return LeaderAndIsr(
             leader,
-            self.leader_epoch + 1,
+            self._next_leader_epoch(),
             tuple(isr),
             self.leader_recovery_state,
             self.partition_epoch,
@@ -104,7 +112,7 @@ class LeaderAndIsr:
     def new_recovering_leader_and_isr(self, leader: int, isr: Iterable[int]) -> LeaderAndIsr:
         return LeaderAndIsr(
             leader,
-            self.leader_epoch + 1,
+            self._next_leader_epoch(),
             tuple(isr),
             LeaderRecoveryState.RECOVERING,
             self.partition_epoch,
@@ -113,7 +121,7 @@ class LeaderAndIsr:
     def new_epoch(self) -> LeaderAndIsr:
         return LeaderAndIsr(
             self.leader,
-            self.leader_epoch + 1,
+            self._next_leader_epoch(),
             self.isr,
             self.leader_recovery_state,
             self.partition_epoch,

@@ -12,7 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from controller.core.errors import StateChangeFailedError
-from controller.core.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from controller.core.model import (
+    MAX_EPOCH,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    TopicPartition,
+)
 from controller.zk.errors import NoNodeError
 from controller.zk.gateway import ZkGateway
 
@@ -32,6 +37,13 @@ def newer_controller_error(epoch: int, written_by: int) -> StateChangeFailedErro
     )
 
 
+def exhausted_leader_epoch_error(tp: TopicPartition, epoch: int) -> StateChangeFailedError:
+    return StateChangeFailedError(
+        f"the state of {tp} has leader_epoch {epoch}, the int32 maximum: no newer leader epoch "
+        "can be written, so its leader and ISR cannot change"
+    )
+
+
 def read_states_for_update(
     gateway: ZkGateway, partitions: Sequence[TopicPartition], controller_epoch: int
 ) -> StatesForUpdate:
@@ -47,6 +59,9 @@ def read_states_for_update(
         if isinstance(res, LeaderIsrAndControllerEpoch):
             if res.controller_epoch > controller_epoch:
                 out.failed[tp] = newer_controller_error(controller_epoch, res.controller_epoch)
+            elif res.leader_and_isr.leader_epoch >= MAX_EPOCH:
+                # Every update from here bumps the leader epoch, which must stay an int32.
+                out.failed[tp] = exhausted_leader_epoch_error(tp, res.leader_and_isr.leader_epoch)
             else:
                 out.current[tp] = res.leader_and_isr
         elif res is None or isinstance(res, NoNodeError):

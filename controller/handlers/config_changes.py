@@ -80,7 +80,9 @@ def sequence_number(name: str) -> int | None:
     if not name.startswith(paths.CONFIG_CHANGE_PREFIX):
         return None
     digits = name[len(paths.CONFIG_CHANGE_PREFIX) :]
-    return int(digits) if digits.isascii() and digits.isdigit() else None
+    # ZooKeeper writes 10 digits; the cap keeps int() away from Python's 4300-digit limit.
+    ok = digits.isascii() and digits.isdigit() and len(digits) <= 19
+    return int(digits) if ok else None
 
 
 def load_dynamic_broker_defaults(ctl: Controller) -> bool:

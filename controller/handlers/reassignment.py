@@ -38,6 +38,7 @@ from controller.core.events import (
     ZkPartitionReassignment,
 )
 from controller.core.model import (
+    MAX_EPOCH,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
@@ -47,6 +48,7 @@ from controller.core.model import (
     TopicAssignment,
     TopicPartition,
 )
+from controller.core.state_reads import exhausted_leader_epoch_error
 from controller.zk import codecs, paths
 from controller.zk.errors import ControllerMovedError, MalformedZnodeError, NoNodeError, ZkError
 from controller.zk.watches import ZNodeChangeHandler
@@ -264,6 +266,12 @@ class PartitionReassignments:
                 self.on_partition_reassignment(tp, current)
             except ControllerMovedError:
                 raise
+            except ApiError as exc:
+                log.error(
+                    "cannot resume the reassignment of a partition",
+                    partition=str(tp),
+                    error=str(exc),
+                )
             except Exception:
                 # One broken partition must not stop the others (or the rest of failover).
                 log.exception("error resuming the reassignment of a partition", partition=str(tp))
@@ -303,6 +311,16 @@ class PartitionReassignments:
         self, tp: TopicPartition, reassignment: ReplicaAssignment
     ) -> None:
         ctl = self.ctl
+        if not reassignment.target_replicas:
+            # Only a hand-written topic znode gets here (removing_replicas listing every
+            # replica; the API and /admin/reassign_partitions refuse an empty target).
+            # Completing it would stop and delete every replica of the partition.
+            raise ApiError(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                f"{tp}: the reassignment {reassignment} has no target replicas (every replica "
+                "is being removed); refusing to delete them all. Cancel the reassignment or "
+                "reassign the partition to a non-empty replica list",
+            )
         if ctl.context.partition_leadership_info(tp) is None:
             # Never brought online (no replica was live since its creation). Kafka writes the
             # new replica set, then fails on the missing state znode before starting the
@@ -376,6 +394,8 @@ class PartitionReassignments:
     def _is_reassignment_complete(self, tp: TopicPartition, assignment: ReplicaAssignment) -> bool:
         if not assignment.is_being_reassigned:
             return True
+        if not assignment.target_replicas:
+            return False  # refused by on_partition_reassignment; never "complete"
         # Read from ZooKeeper (not the cache): this also arms the state znode watch.
         path = paths.partition_state_path(tp.topic, tp.partition)
         got = self.ctl.gateway.get_data(path)
@@ -413,6 +433,8 @@ class PartitionReassignments:
                     f"another controller was elected with epoch {read.controller_epoch}. "
                     "Aborting state change by this controller"
                 )
+            if read.leader_and_isr.leader_epoch >= MAX_EPOCH:
+                raise exhausted_leader_epoch_error(tp, read.leader_and_isr.leader_epoch)
             update = ctl.gateway.update_leader_and_isr(
                 {tp: read.leader_and_isr.new_epoch()}, ctx.epoch, ctx.epoch_zk_version
             )

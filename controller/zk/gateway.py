@@ -172,6 +172,12 @@ class ZkGateway(AdminZnodes, ClusterZnodes):
             if current is None:
                 raise ControllerMovedError("/controller_epoch vanished during election")
         epoch, version = current
+        if epoch >= codecs.INT32_MAX:
+            # Kafka's epoch is an int32; a wrapped value would fence out nobody.
+            raise ZkError(
+                f"{paths.CONTROLLER_EPOCH} holds {epoch}, the int32 maximum: no controller can "
+                "be elected until an operator resets it"
+            )
         new_epoch = epoch + 1
         results = self.port.multi(
             [

@@ -128,9 +128,15 @@ def has_collision_chars(topic: str) -> bool:
     return "." in topic or "_" in topic
 
 
+def is_znode_name(name: str) -> bool:
+    """Whether ``name`` can be one path segment: a structural check, not Kafka's naming rules
+    (names written by other tools must stay addressable)."""
+    return bool(name) and "/" not in name and name not in (".", "..")
+
+
 def _segment(name: str, what: str) -> str:
     # Cheap structural guard so a name can never address another znode.
-    if not name or "/" in name or name in (".", ".."):
+    if not is_znode_name(name):
         raise ValueError(f"{what} {name!r} cannot be used as a znode name")
     return name
 

@@ -109,6 +109,13 @@ BAD_REGISTRATIONS = {
         "'endpoints[0]'",
     ),
     "timestamp-a-number": (registration(4, timestamp=5), "'timestamp'"),
+    # Past Python's 4300-digit int() limit: must be malformed, not a ValueError that fails
+    # the whole broker change.
+    "timestamp-5000-digits": (registration(4, timestamp="9" * 5000), "'timestamp'"),
+    "port-5000-digits": (
+        registration(4, endpoints=["PLAINTEXT://h:" + "9" * 5000]),
+        "'endpoints[0]'",
+    ),
     "jmx-port-a-string": (registration(4, jmx_port="x"), "'jmx_port'"),
     "rack-a-number": (registration(4, rack=7), "'rack'"),
     "unknown-protocol": (

@@ -175,4 +175,9 @@ def decode_config_change(data: bytes | None, path: str) -> tuple[str, str]:
             fail(path, "entity_type", "version 1 needs string entity_type and entity_name")
     if not entity_type or not name:
         fail(path, "entity_path", "empty entity type or name")
+    # Only users/clients names nest ("u/clients/c"); a topic or broker name is read back
+    # from /config/<type>/<name>, so it must be a single znode name.
+    nested_allowed = entity_type not in (paths.CONFIG_TYPE_TOPICS, paths.CONFIG_TYPE_BROKERS)
+    if not nested_allowed and not paths.is_znode_name(name):
+        fail(path, "entity_path", f"{entity_type} entity name {name!r} is not a znode name")
     return entity_type, name

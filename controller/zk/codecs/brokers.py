@@ -22,7 +22,7 @@ from controller.zk.codecs._json import (
 
 SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 # Kafka's endpoint grammar (SocketServerConfigs): LISTENER://host:port, IPv6 hosts in brackets.
-_ENDPOINT = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
+_ENDPOINT = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]{1,10})")
 
 
 @dataclass(frozen=True, slots=True)
