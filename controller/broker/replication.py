@@ -371,7 +371,16 @@ class Replication:
                     leader.pending = None
             return
         if not self._alter_partition.submit(item):
-            log.warning("an ISR change is already queued", partition=str(item.tp))
+            # An older change (an earlier leader epoch) is still queued. Back to the committed
+            # state, as Kafka does on OperationNotAttempted: a pending change nobody sends
+            # would block every later expand and shrink of the partition.
+            log.warning(
+                "an ISR change is already queued; proposing again later", partition=str(item.tp)
+            )
+            with self._lock:
+                leader = self._leaders.get(item.tp)
+                if leader is not None:
+                    leader.pending = None
 
     def _on_answer(self, tp: TopicPartition, pending: PendingChange, result: Result) -> bool:
         """The controller's answer to ``pending``; True to send it again."""

@@ -219,6 +219,23 @@ def test_a_fetching_follower_outside_the_isr_is_proposed(leader, manager):
     assert len(manager.items) == 1
 
 
+def test_a_change_the_manager_refuses_is_proposed_again(leader, manager):
+    """The manager refuses a change while one of an earlier leader epoch is still queued; the
+    leader must not wait for an answer that never comes (every later ISR change of the
+    partition would wait with it)."""
+    leader_and_isr(leader.state, leader_epoch=1, isr=(1, 2), partition_epoch=4)
+    refused: list[AlterPartitionItem] = []
+    accept = manager.submit
+    manager.submit = lambda item: refused.append(item) or False  # type: ignore[method-assign]
+    fetch(leader, 3, 1)
+    assert len(refused) == 1 and manager.items == []
+    assert leader.leader_view(TP)["pending"] is None
+    manager.submit = accept  # type: ignore[method-assign]
+    fetch(leader, 3, 1)
+    [item] = manager.items
+    assert item.isr == ((1, 100), (2, -1), (3, 200))
+
+
 def test_a_follower_missing_from_the_metadata_cache_is_not_proposed(leader, manager):
     leader_and_isr(leader.state, leader_epoch=1, isr=(1, 2))
     live_brokers(leader.state, 1, 2)
