@@ -162,12 +162,21 @@ class Controller:
     def shutdown(self) -> None:
         """Stop processing; resign in memory. Does not delete ``/controller`` (see Resign)."""
         self._shut_down = True
-        self.events.close()
+        stopped = self.events.close()
         self.scheduler.shutdown()
-        try:
-            self.election.on_controller_resignation()
-        except Exception:
-            log.exception("resignation during shutdown failed")
+        if not stopped:
+            # Resigning here would mutate the context under the event thread's feet. The
+            # process is exiting; the session close removes /controller.
+            log.warning(
+                "the event thread is still busy after 30 s; shutting down without resigning "
+                "in memory",
+                controller_state=self.events.state.name,
+            )
+        else:
+            try:
+                self.election.on_controller_resignation()
+            except Exception:
+                log.exception("resignation during shutdown failed")
         self.active_controller_id = -1
         self.refresh_metrics()
 

@@ -91,28 +91,41 @@ class ControllerEventManager:
         self._cond = threading.Condition()
         self._state = ControllerState.Idle
         self._running = False
+        self._closed = False
         self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
 
     # -- producer side (any thread) ------------------------------------------------------
 
     def put(self, event: ControllerEvent) -> QueuedEvent:
+        """Queue ``event``; once closed, preempt it at once (nothing would ever process it,
+        and a caller waiting on its reply would wait out its deadline)."""
         queued = QueuedEvent(event, self._clock())
         with self._cond:
-            self._queue.append(queued)
-            self._cond.notify()
+            if not self._closed:
+                self._queue.append(queued)
+                self._cond.notify()
+                return queued
+        self._preempt(queued)
         return queued
 
     def clear_and_put(self, event: ControllerEvent) -> QueuedEvent:
         """Preempt everything queued (in FIFO order, on the caller's thread), then queue."""
         with self._cond:
-            drained = list(self._queue)
-            self._queue.clear()
-            for queued in drained:
-                try:
-                    queued.preempt(self._processor)
-                except Exception:
-                    log.exception("preempting event failed", controller_event=queued.event.name)
+            if not self._closed:  # else the shutdown marker stays and ``put`` preempts
+                self._preempt_all()
             return self.put(event)
+
+    def _preempt_all(self) -> None:
+        drained = list(self._queue)
+        self._queue.clear()
+        for queued in drained:
+            self._preempt(queued)
+
+    def _preempt(self, queued: QueuedEvent) -> None:
+        try:
+            queued.preempt(self._processor)
+        except Exception:
+            log.exception("preempting event failed", controller_event=queued.event.name)
 
     @property
     def state(self) -> ControllerState:
@@ -141,12 +154,25 @@ class ControllerEventManager:
         self._running = True
         self._thread.start()
 
-    def close(self, timeout: float | None = 30.0) -> None:
-        """Preempt queued events, stop the thread after its current event, and wait for it."""
+    def close(self, timeout: float | None = 30.0) -> bool:
+        """Preempt queued events, stop the thread after its current event, and wait for it.
+
+        From here on every event put is preempted, so nothing can displace the shutdown
+        marker or wait in a queue nobody drains. Returns False if the thread is still busy
+        after ``timeout`` (it stops once its current event ends).
+        """
         self._running = False
-        self.clear_and_put(ShutdownEventThread())
-        if self._thread.is_alive() and not self.is_event_thread():
+        with self._cond:
+            if not self._closed:
+                self._preempt_all()
+                self._queue.append(QueuedEvent(ShutdownEventThread(), self._clock()))
+                self._closed = True
+                self._cond.notify()
+        if self.is_event_thread():
+            return False
+        if self._thread.is_alive():
             self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     # -- the event thread ----------------------------------------------------------------
 

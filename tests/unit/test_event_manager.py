@@ -157,6 +157,48 @@ def test_close_preempts_and_stops_thread(processor):
     assert not manager._thread.is_alive()
 
 
+def test_events_put_after_close_are_answered_not_queued(processor):
+    """A broker RPC arriving while the controller stops must get NOT_CONTROLLER at once, not
+    wait out its deadline in a queue nobody drains."""
+    gate = threading.Event()
+    processor.hook[TopicChange] = lambda e: gate.wait(5)
+    manager = make_manager(processor)
+    manager.put(TopicChange())  # busy past close's timeout
+    wait_for(lambda: manager.state is ControllerState.TopicChange)
+    assert manager.close(timeout=0.05) is False
+    late = ControlledShutdown(broker_id=3, broker_epoch=1)
+    manager.put(late)
+    assert isinstance(late.reply.exception(timeout=1), NotControllerError)
+    # A session expiry racing the stop cannot displace the shutdown marker.
+    expiry = BrokerChange()
+    manager.clear_and_put(expiry)
+    assert expiry in processor.preempted
+    gate.set()
+    wait_for(lambda: not manager._thread.is_alive())
+    assert manager.pending() == []
+    assert late not in processor.processed and expiry not in processor.processed
+
+
+def test_shutdown_with_a_busy_event_thread_does_not_resign_beside_it(monkeypatch):
+    """Resignation mutates the context; it must not run on the stopping thread while the
+    event thread is still in an event (a long failover)."""
+    from tests.harness import ControllerHarness
+
+    h = ControllerHarness()
+    h.start()
+    assert h.controller.is_active
+    resigned: list[bool] = []
+    monkeypatch.setattr(h.controller.events, "close", lambda timeout=30.0: False)
+    monkeypatch.setattr(
+        h.controller.election, "on_controller_resignation", lambda: resigned.append(True)
+    )
+    h.controller.shutdown()
+    assert resigned == []
+    monkeypatch.setattr(h.controller.events, "close", lambda timeout=30.0: True)
+    h.controller.shutdown()
+    assert resigned == [True]
+
+
 def test_reply_future_resolved_once():
     event = ControlledShutdown(broker_id=1, broker_epoch=1)
     event.reply.set_result(("ok",))
