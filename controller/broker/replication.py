@@ -238,6 +238,13 @@ class Replication:
         if replica not in hosted.replicas:
             return Errors.NOT_LEADER_OR_FOLLOWER, epoch
         with self._lock:
+            # Read again under the lock: an answer to an earlier ISR change may have been
+            # applied since, and a proposal from the older row would be refused
+            # (INVALID_UPDATE_VERSION) and freeze the partition until the next LeaderAndIsr.
+            current = self.state.hosted(tp)
+            if current is None or current.role is not Role.LEADER or current.leader_epoch != epoch:
+                return Errors.NONE, epoch  # moved on meanwhile; the next fetch sees the new row
+            hosted = current
             leader = self._leader_state(tp, hosted, now)
             follower = leader.followers.get(replica)
             if follower is None:
@@ -285,9 +292,11 @@ class Replication:
         partitions a shrink was proposed for."""
         now = self._clock()
         lag = self.config.replica_lag_time_max_ms
-        led = {tp: h for tp, h in self.state.led_partitions()}
         proposed: list[AlterPartitionItem] = []
         with self._lock:
+            # Under the lock, as in the fetch path: never propose from a row older than an
+            # answer already applied.
+            led = {tp: h for tp, h in self.state.led_partitions()}
             for tp in [tp for tp in self._leaders if tp not in led]:
                 del self._leaders[tp]  # no longer led here: forget
             for tp, hosted in sorted(led.items()):

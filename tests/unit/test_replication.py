@@ -236,6 +236,34 @@ def test_a_change_the_manager_refuses_is_proposed_again(leader, manager):
     assert item.isr == ((1, 100), (2, -1), (3, 200))
 
 
+def test_a_fetch_racing_an_applied_answer_proposes_from_the_committed_row(
+    leader, manager, monkeypatch
+):
+    """The answer to an earlier change lands between the fetch's first read of the partition
+    and its proposal: the proposal must start from the committed ISR and partition epoch
+    (a stale one is refused with INVALID_UPDATE_VERSION and freezes the partition)."""
+    leader_and_isr(
+        leader.state, leader_epoch=1, isr=(1, 2), replicas=(1, 2, 3, 4), partition_epoch=4
+    )
+    fetch(leader, 3, 1)
+    [first] = manager.items
+    read = leader.state.hosted
+    answered: list[bool] = []
+
+    def read_then_answer(tp):
+        row = read(tp)
+        if not answered:  # the controller's answer arrives right after this read
+            answered.append(first.callback(LeaderAndIsr(1, 1, (1, 2, 3), partition_epoch=5)))
+        return row
+
+    monkeypatch.setattr(leader.state, "hosted", read_then_answer)
+    fetch(leader, 4, 1)
+    assert answered == [False] and leader.state.hosted(TP).isr == (1, 2, 3)
+    second = manager.items[-1]
+    assert [b for b, _ in second.isr] == [1, 2, 3, 4]
+    assert second.partition_epoch == 5
+
+
 def test_a_follower_missing_from_the_metadata_cache_is_not_proposed(leader, manager):
     leader_and_isr(leader.state, leader_epoch=1, isr=(1, 2))
     live_brokers(leader.state, 1, 2)
