@@ -186,19 +186,27 @@ class BrokerServer:
             raise OSError(f"broker {self.broker_id} cannot listen on {self.config.listen}") from exc
         if not port:
             raise OSError(f"broker {self.broker_id} cannot listen on {self.config.listen}")
-        server.start()
         self._server, self._health, self._port = server, health_servicer, port
-        for service in (health.OVERALL_HEALTH, BROKER_SERVICE_NAME):
-            health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
-        log.info("broker serving", broker_id=self.broker_id, address=self.address)
         if self._zk is not None:
+            # Register (and so learn our broker epoch) before serving, as Kafka's broker does:
+            # a controller request sent to an earlier incarnation on this port must meet the
+            # epoch check, not a broker that accepts every epoch because it knows none yet.
+            # The port is bound already; a controller connecting meanwhile is retried.
             registrar = BrokerRegistrar(self._zk, self.registration(), self._on_registered)
             try:
                 registrar.start()
             except BaseException:
-                self.stop(grace=0)
+                self._server = None
+                # A server never started keeps its bound port listening; start it to close it.
+                server.start()
+                server.stop(0).wait()
                 raise
             self._registrar = registrar
+        server.start()
+        for service in (health.OVERALL_HEALTH, BROKER_SERVICE_NAME):
+            health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
+        log.info("broker serving", broker_id=self.broker_id, address=self.address)
+        if self._registrar is not None:
             self.replication.start()
         return self
 

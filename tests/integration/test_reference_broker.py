@@ -499,6 +499,44 @@ def test_registration_is_kafkas_v5_json_and_the_epoch_is_the_czxid(
         observer.stop()
 
 
+def test_the_broker_serves_only_once_it_knows_its_broker_epoch(zk_port: KazooPort) -> None:
+    """Kafka's broker registers before it processes requests: until then it cannot tell a
+    request meant for an earlier incarnation on the same port (a stale broker epoch)."""
+
+    class Probing(BrokerServer):
+        serving_at_registration: list[bool] = []
+
+        def _on_registered(self, epoch: int) -> None:
+            super()._on_registered(epoch)
+            if not self.serving_at_registration:
+                with grpc.insecure_channel(self.address) as channel:
+                    try:
+                        health_pb2_grpc.HealthStub(channel).Check(
+                            health_pb2.HealthCheckRequest(), timeout=0.5
+                        )
+                        self.serving_at_registration.append(True)
+                    except grpc.RpcError:
+                        self.serving_at_registration.append(False)
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        fixed = s.getsockname()[1]
+    first = BrokerServer(BrokerConfig(4, listen=f"127.0.0.1:{fixed}"), zk_port).start()
+    old_epoch = first.broker_epoch
+    first.stop(grace=0)
+    server = Probing(BrokerConfig(4, listen=f"127.0.0.1:{fixed}"), zk_port).start()
+    try:
+        assert server.serving_at_registration == [False]
+        assert server.broker_epoch > old_epoch
+        # The earlier incarnation's request is refused from the first request served.
+        resp = Client(server.address).lai(
+            [P("t", 0, leader=4, replicas=(4,), isr=(4,))], broker_epoch=old_epoch
+        )
+        assert resp.error_code == Errors.STALE_BROKER_EPOCH
+    finally:
+        server.stop(grace=0)
+
+
 def test_session_expiry_re_registers_with_a_new_epoch(zk_connect: str, zk_port: KazooPort) -> None:
     server = BrokerServer(BrokerConfig(ME), zk_port).start()
     client = Client(server.address)
@@ -638,8 +676,9 @@ def test_cli_sigusr1_fails_the_log_dir_of_the_hosted_partitions(zk_connect: str)
 
         proc.send_signal(signal.SIGUSR1)
         assert wait_until(
-            lambda: [(p.topic, p.partition) for p in client.describe().offline_partitions]
-            == [("t", 0)]
+            lambda: (
+                [(p.topic, p.partition) for p in client.describe().offline_partitions] == [("t", 0)]
+            )
         )
         # The controller is told, as Kafka's broker tells it.
         assert wait_until(lambda: bool(observer.get_children("/log_dir_event_notification")))
