@@ -21,12 +21,12 @@ RUN groupadd --system --gid 10001 zkc \
  && useradd --system --uid 10001 --gid zkc --home-dir /var/lib/zk-controller --no-create-home zkc \
  && install -d -o zkc -g zkc /var/lib/zk-controller
 COPY --from=build /opt/zk-controller /opt/zk-controller
+# No ZKC_* settings here: the environment outranks a config file, so an image default would
+# silently beat the operator's controller.toml. Pass listen addresses by flag or config (the
+# example above); logs default to the working directory below.
 ENV PATH=/opt/zk-controller/bin:$PATH \
     PYTHONUNBUFFERED=1 \
-    PYTHONDONTWRITEBYTECODE=1 \
-    ZKC_LOG_DIR=/var/lib/zk-controller \
-    ZKC_METRICS_LISTEN=0.0.0.0:9309 \
-    ZKC_GRPC_LISTEN=0.0.0.0:9095
+    PYTHONDONTWRITEBYTECODE=1
 USER 10001:10001
 WORKDIR /var/lib/zk-controller
 EXPOSE 9309 9095

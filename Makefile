@@ -103,7 +103,7 @@ run: setup $(if $(ZK_CONNECT),,zookeeper-deps) ## run the local stack (ZooKeeper
 
 # Just the controller daemon (against ZK_CONNECT, else an embedded ZooKeeper).
 run-controller: setup $(if $(ZK_CONNECT),,zookeeper-deps) ## run only controller 0 in the foreground
-	$(VENV)/bin/zk-controller run --controller-id 0 $(if $(ZK_CONNECT),--zookeeper $(ZK_CONNECT)) $(RUN_ARGS)
+	$(VENV)/bin/zk-controller run --controller-id 0 $(if $(ZK_CONNECT),--zookeeper $(ZK_CONNECT),--embedded-zookeeper) $(RUN_ARGS)
 
 proto: setup ## regenerate the gRPC code from proto/
 	@if $(VENV_PYTHON) -c 'import importlib.util as u, sys; sys.exit(u.find_spec("controller.api.codegen") is None)' 2>/dev/null; then \

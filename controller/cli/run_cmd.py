@@ -1,8 +1,9 @@
 """``zk-controller run``: the controller daemon in the foreground.
 
-With no ZooKeeper configured (no ``--zookeeper``, ``ZK_CONNECT``/``ZKC_ZOOKEEPER_CONNECT`` or
-config file entry), it first starts an embedded local ZooKeeper (a development convenience;
-production controllers point at an ensemble).
+It needs a ZooKeeper: ``--zookeeper``, ``ZK_CONNECT``/``ZKC_ZOOKEEPER_CONNECT`` or the config
+file's ``zookeeper.connect``. ``--embedded-zookeeper`` instead starts a local one first, a
+development convenience that must be asked for: a production host whose configuration lost
+its ZooKeeper must fail, not become the controller of an empty cluster of its own.
 """
 
 from __future__ import annotations
@@ -34,10 +35,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="print the effective configuration (or every problem) and exit",
     )
     parser.add_argument(
+        "--embedded-zookeeper",
+        action="store_true",
+        help="start a local development ZooKeeper and run against it (zookeeper.connect must "
+        "not be set)",
+    )
+    parser.add_argument(
         "--embedded-zookeeper-port",
         type=int,
         default=EMBEDDED_ZOOKEEPER_PORT,
-        help="port of the embedded ZooKeeper started when none is configured (default 2181)",
+        help="port of the --embedded-zookeeper (default 2181)",
     )
     add_config_arguments(parser)
     parser.set_defaults(func=run)
@@ -53,10 +60,25 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config, flags=flags)
     except ConfigError as error:
-        if args.validate_config or not _only_missing_zookeeper(error):
+        if args.validate_config or not args.embedded_zookeeper or not _only_missing_zookeeper(
+            error
+        ):
             print(error, file=sys.stderr)
+            if _only_missing_zookeeper(error) and not args.validate_config:
+                print(
+                    "(for a local development ZooKeeper, pass --embedded-zookeeper)",
+                    file=sys.stderr,
+                )
             return 2
         config = None
+    else:
+        if args.embedded_zookeeper and not args.validate_config:
+            print(
+                f"--embedded-zookeeper: zookeeper.connect is already set "
+                f"({config.zookeeper_connect}); drop one of them",
+                file=sys.stderr,
+            )
+            return 2
     if args.validate_config:
         print(render_effective_config(config))
         return 0

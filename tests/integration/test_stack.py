@@ -126,7 +126,8 @@ def test_run_without_zookeeper_starts_an_embedded_one_in_a_relative_var_dir(
     env = {k: v for k, v in os.environ.items() if k != "ZK_CONNECT"}
     output = tmp_path / "run.out"
     command = [
-        *CLI, "run", "--controller-id", "0", "--embedded-zookeeper-port", str(zk_port),
+        *CLI, "run", "--controller-id", "0", "--embedded-zookeeper",
+        "--embedded-zookeeper-port", str(zk_port),
         "--metrics-listen", f"127.0.0.1:{metrics_port}", "--grpc-listen", f"127.0.0.1:{grpc_port}",
     ]  # fmt: skip
     with output.open("wb") as out:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import tomllib
 from pathlib import Path
 
@@ -331,3 +332,22 @@ def test_defaults_have_the_parsed_type(setting: Setting) -> None:
     parsed = setting.coerce(str(setting.default), textual=True)
     assert parsed == setting.default
     assert type(parsed) is type(setting.default)
+
+
+def test_run_without_zookeeper_fails_unless_the_embedded_one_is_asked_for(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A production host whose configuration lost zookeeper.connect must not quietly become
+    the controller of an empty local cluster."""
+    from controller.cli.main import main
+
+    for name in list(os.environ):
+        if name == "ZK_CONNECT" or name.startswith("ZKC_"):
+            monkeypatch.delenv(name)
+    assert main(["run", "--controller-id", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "zookeeper.connect" in err and "--embedded-zookeeper" in err
+    # Both at once is a mistake too (which one was meant?).
+    both = ["run", "--controller-id", "0", "--zookeeper", "zk:2181", "--embedded-zookeeper"]
+    assert main(both) == 2
+    assert "drop one of them" in capsys.readouterr().err

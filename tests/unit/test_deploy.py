@@ -76,7 +76,7 @@ def test_alert_rule_unit_tests_pass() -> None:
 def test_promtool_rejects_a_broken_rule(tmp_path: Path) -> None:
     # The checks above would be worthless if promtool accepted anything.
     broken = tmp_path / "broken.yml"
-    broken.write_text(RULES.read_text().replace("sum(kafka_controller_offline", "sum(kafka_("))
+    broken.write_text(RULES.read_text().replace("(kafka_controller_offline", "(kafka_("))
     assert promtool("check", "rules", str(broken)).returncode != 0
 
 
@@ -131,17 +131,25 @@ def test_grafana_dashboard_structure() -> None:
     datasource = yaml.safe_load(
         (DEPLOY / "grafana/provisioning/datasources/prometheus.yml").read_text()
     )["datasources"][0]
+    # One dashboard for every cluster a Prometheus scrapes: the datasource and the cluster
+    # (job, namespace) are variables, and every query is filtered by them.
+    variables = {v["name"]: v for v in dash["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["current"]["value"] == datasource["uid"]
+    assert {"job", "namespace"} <= set(variables)
     for p in panels:
         pos = p["gridPos"]
         assert pos["x"] >= 0 and pos["w"] > 0 and pos["x"] + pos["w"] <= 24, p["title"]
         if p["type"] == "row":
             continue
         assert p["type"] in ("stat", "timeseries", "table", "gauge"), p["title"]
-        assert p["datasource"]["uid"] == datasource["uid"], p["title"]
+        assert p["datasource"]["uid"] == "${datasource}", p["title"]
         refs = [t["refId"] for t in p["targets"]]
         assert refs and len(refs) == len(set(refs)), p["title"]
         for t in p["targets"]:
-            assert t["expr"].strip() and t["datasource"]["uid"] == datasource["uid"]
+            assert t["expr"].strip() and t["datasource"]["uid"] == "${datasource}"
+            for selector in re.findall(r"kafka_controller_\w+(\{[^}]*\})?", t["expr"]):
+                assert 'job=~"$job"' in selector and 'namespace=~"$namespace"' in selector
             assert t["expr"].count("(") == t["expr"].count(")"), t["expr"]
     placed = [p["gridPos"] for p in panels]
     for i, a in enumerate(placed):
@@ -218,6 +226,13 @@ def test_compose_stack_shape() -> None:
         config = load_config(env=env)  # the daemon's own validation of the environment
         assert config.zookeeper_chroot == "/kafka"
         assert config.metrics_listen.port == 9309
+    # Brokers serve no HTTP: their health check is their gRPC health service, not the
+    # image's /readyz; the one-shot demo-topic job has none.
+    for b in brokers:
+        check = " ".join(services[b]["healthcheck"]["test"])
+        assert "grpc_health" in check and ":9093" in check and "/readyz" not in check
+        assert ":9093" in " ".join(services[b]["command"])
+    assert services["demo-topic"]["healthcheck"] == {"disable": True}
     # Prometheus scrapes both controllers on their metrics port, and loads the rules.
     prom = yaml.safe_load((PROMETHEUS / "prometheus.yml").read_text())
     jobs = {j["job_name"]: j for j in prom["scrape_configs"]}
@@ -239,6 +254,9 @@ def test_dockerfile_is_small_and_non_root() -> None:
     assert users and not users[-1].startswith(("root", "0"))
     assert re.search(r'^ENTRYPOINT \["zk-controller"\]', text, re.MULTILINE)
     assert "/readyz" in text  # HEALTHCHECK: ready = connected to ZooKeeper
+    # An image-level ZKC_* default would outrank the operator's config file.
+    env_lines = re.findall(r"^ENV (.+?)(?<!\\)$", text, re.MULTILINE | re.DOTALL)
+    assert env_lines and "ZKC_" not in " ".join(env_lines)
     ignore = (REPO / ".dockerignore").read_text().split()
     assert ignore[ignore.index("*") + 1 :][:3] == ["!pyproject.toml", "!README.md", "!controller/"]
     for copied in re.findall(r"^COPY (?!--)(.+) \S+$", text, re.MULTILINE):
@@ -398,6 +416,13 @@ def test_systemd_unit(tmp_path: Path) -> None:
         if line and not line.startswith("#")
     )
     unit_env = dict(kv.split("=", 1) for kv in " ".join(entries["Environment"]).split())
+    assert not [k for k in unit_env if k.startswith("ZKC_")]  # would outrank the TOML file
+    sysusers = [
+        line.split()
+        for line in (DEPLOY / "systemd/zk-controller.sysusers").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    assert ["u", entries["User"][0]] in [entry[:2] for entry in sysusers]  # the unit's user
     config = load_config(DEPLOY / "systemd/controller.toml", env={**unit_env, **host_env})
     assert config.controller_id == 1
     assert str(config.state_change_log_file).startswith("/var/log/zk-controller/")
