@@ -121,7 +121,12 @@ class ControllerDaemon:
         self._reload_config = reload_config
         if configure_logs:
             configure_logging(config.log_level, config.log_format)
-        self.state_change_log = StateChangeLog(config.state_change_log_file, config.controller_id)
+        self.state_change_log = StateChangeLog(
+            config.state_change_log_file,
+            config.controller_id,
+            max_bytes=config.state_change_log_max_bytes,
+            backups=config.state_change_log_backups,
+        )
         self.metrics = ControllerMetrics(controller_id=config.controller_id)
         # Security (controller.security): all off by default. Bad credentials or TLS files
         # raise here (CredentialsError / TlsConfigError), before anything starts.
@@ -137,7 +142,7 @@ class ControllerDaemon:
         self.channel = ControllerChannelManager(
             config.controller_id,
             config.broker_listener_name,
-            request_timeout_s=max(config.request_timeout_ms, 1) / 1000,
+            request_timeout_s=config.request_timeout_ms / 1000,
             # 0 (allowed, as in Kafka) means no separate connect bound: the request timeout.
             connect_timeout_s=config.controller_socket_timeout_ms / 1000 or None,
             metrics_hooks=self.metrics,

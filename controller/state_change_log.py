@@ -136,8 +136,13 @@ class StateChangeLog:
         controller_id: int,
         *,
         clock_ns: Callable[[], int] = time.time_ns,
+        max_bytes: int = 0,
+        backups: int = 10,
     ) -> None:
         self._path: Path | None = None
+        # Size-based rotation (0: off, logrotate's job); only for a file we own.
+        self._max_bytes = max_bytes
+        self._backups = max(backups, 1)
         self._stream: IO[str]
         if isinstance(target, (str, os.PathLike)):
             self._path = Path(target)
@@ -359,6 +364,33 @@ class StateChangeLog:
                 except (OSError, ValueError) as exc:
                     self.write_errors += 1
                     log.error("state-change log flush failed", error=str(exc))
+                else:
+                    self._maybe_rotate_locked()
+
+    def _maybe_rotate_locked(self) -> None:
+        """FILE -> FILE.1 -> ... -> FILE.<backups> (the oldest deleted), at an event boundary,
+        so an event's lines are never split across files."""
+        if self._path is None or self._max_bytes <= 0:
+            return
+        try:
+            if self._stream.tell() < self._max_bytes:
+                return
+            self._stream.close()
+            base = str(self._path)
+            for n in range(self._backups - 1, 0, -1):
+                older = Path(f"{base}.{n}")
+                if older.exists():
+                    older.replace(f"{base}.{n + 1}")
+            self._path.replace(f"{base}.1")
+        except (OSError, ValueError) as exc:
+            self.write_errors += 1
+            log.error("state-change log rotation failed", error=str(exc), path=str(self._path))
+        try:
+            if self._stream.closed:
+                self._stream = self._open()
+        except OSError as exc:
+            self.write_errors += 1
+            log.error("state-change log reopen failed", error=str(exc), path=str(self._path))
 
     def reopen(self) -> None:
         """Reopen the path (after logrotate moved the file). No-op for streams.

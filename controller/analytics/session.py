@@ -82,5 +82,5 @@ def get_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("ZKC_SPARK_LOG_LEVEL", "WARN"))
+    spark.sparkContext.setLogLevel(os.environ.get("ZK_CONTROLLER_SPARK_LOG_LEVEL", "WARN"))
     return spark

@@ -24,6 +24,8 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "settings", "override the config file and ZKC_* environment variables")
     for s in SETTINGS:
+        if s.secret:
+            continue  # a flag's value is in argv, which `ps` shows to every user
         group.add_argument(
             s.flag, *FLAG_ALIASES.get(s.name, ()), dest=_FLAG_DEST_PREFIX + s.attr,
             metavar=s.kind.value.upper(), default=None, help=s.doc.replace("%", "%%"))
@@ -33,7 +35,8 @@ def flags_from_args(args: argparse.Namespace) -> dict[str, str]:
     return {
         s.name: value
         for s in SETTINGS
-        if (value := getattr(args, _FLAG_DEST_PREFIX + s.attr, None)) is not None
+        if not s.secret
+        and (value := getattr(args, _FLAG_DEST_PREFIX + s.attr, None)) is not None
     }
 
 

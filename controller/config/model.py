@@ -35,6 +35,8 @@ class ControllerConfig:
     log_level: str
     log_format: str
     state_change_log_file: Path  # already joined with log_dir
+    state_change_log_max_bytes: int
+    state_change_log_backups: int
     embedded_zookeeper_data_dir: Path
     zookeeper_set_acl: bool
     zookeeper_auth_scheme: str

@@ -46,7 +46,9 @@ def render_config_reference() -> str:
         "Precedence, lowest first: defaults < TOML file (`--config FILE`) < environment "
         f"(`{ENV_PREFIX}*`; `ZK_CONNECT` is accepted for `zookeeper.connect`) < flags. "
         "TOML keys are the dotted names, flat (`\"zookeeper.connect\" = ...`) or nested "
-        "(`[zookeeper]` / `connect = ...`). Dynamic settings can change on SIGHUP. "
+        "(`[zookeeper]` / `connect = ...`). Dynamic settings can change on SIGHUP, "
+        "which re-reads the file and the flags; the environment is the process's own, fixed "
+        "at start, so a setting given there changes only with a restart. "
         "Settings marked Kafka have Kafka's name, default and meaning.",
         "",
         "| Setting | Type | Default | Dynamic | Kafka | Environment | Flag | Description |",
@@ -61,6 +63,6 @@ def render_config_reference() -> str:
         out.append(
             f"| `{s.name}` | {kind}{bounds} | {_doc_default(s)} | "
             f"{'yes' if s.dynamic else 'no'} | {'yes' if s.kafka else 'no'} | "
-            f"`{s.env}` | `{s.flag}` | {s.doc} |"
+            f"`{s.env}` | {'none (a secret)' if s.secret else f'`{s.flag}`'} | {s.doc} |"
         )
     return "\n".join(out) + "\n"

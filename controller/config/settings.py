@@ -142,7 +142,8 @@ SETTINGS: tuple[Setting, ...] = (
             doc="This controller's id, written to /controller on election (like broker.id)."),
     Setting("zookeeper.connect", Kind.ZK_CONNECT, None, required=True, kafka=True,
             doc="ZooKeeper ensemble, host:port[,host:port...][/chroot]; the chroot is part of "
-                "this string, as in Kafka."),
+                "this string, as in Kafka. For development, `zk-controller run "
+                "--embedded-zookeeper` starts a local one instead."),
     Setting("zookeeper.session.timeout.ms", Kind.INT, 18000, kafka=True, min=1,
             doc="ZooKeeper session timeout (Kafka's default since 2.5, KIP-537)."),
     Setting("zookeeper.connection.timeout.ms", Kind.INT, None, nullable=True, kafka=True, min=1,
@@ -168,8 +169,9 @@ SETTINGS: tuple[Setting, ...] = (
             doc="Connect timeout of the controller-to-broker channel: a new connection that is "
                 "not ready within it is closed and retried after 100 ms; 0 means "
                 "request.timeout.ms."),
-    Setting("request.timeout.ms", Kind.INT, 30000, kafka=True, min=0,
-            doc="Timeout of one controller-to-broker request."),
+    Setting("request.timeout.ms", Kind.INT, 30000, kafka=True, min=1,
+            doc="Timeout of one controller-to-broker request. (Kafka also accepts 0, which "
+                "times every request out at once; refused here.)"),
     Setting("control.plane.listener.name", Kind.LISTENER, None, nullable=True, kafka=True,
             doc="Kafka's dedicated controller listener (KIP-291); when set, it takes precedence "
                 "over controller.listener.name."),
@@ -188,9 +190,16 @@ SETTINGS: tuple[Setting, ...] = (
             doc="Application log format; auto is console on a terminal, JSON lines otherwise."),
     Setting("state.change.log.file", Kind.PATH, Path("state-change.log"),
             doc="State-change log (JSON lines); a relative path is relative to log.dir."),
+    Setting("state.change.log.max.bytes", Kind.INT, 0, min=0,
+            doc="Rotate the state-change log (to FILE.1, FILE.2, ...) at the end of the event "
+                "that makes it this large; 0 leaves rotation to logrotate and SIGHUP. For "
+                "hosts with no logrotate (containers)."),
+    Setting("state.change.log.backups", Kind.INT, 10, min=1,
+            doc="Rotated state-change log files kept when state.change.log.max.bytes is set; "
+                "the oldest is deleted."),
     Setting("embedded.zookeeper.data.dir", Kind.PATH, Path("var/zookeeper"),
-            doc="Data directory of the embedded development ZooKeeper, relative to the "
-                "current directory unless absolute."),
+            doc="Data directory of the embedded development ZooKeeper (`run "
+                "--embedded-zookeeper`), relative to the current directory unless absolute."),
     # -- security (controller.security; docs/operations.md#security) --
     Setting("zookeeper.set.acl", Kind.BOOL, False, kafka=True,
             doc="Create znodes with Kafka's secure ACLs: creator-all plus world-read "

@@ -320,7 +320,8 @@ def test_markdown_reference_lists_every_setting() -> None:
     assert len(rows) == len(SETTINGS)
     for s, row in zip(SETTINGS, rows, strict=True):
         assert row.startswith(f"| `{s.name}` |")
-        assert f"`{s.env}`" in row and f"`{s.flag}`" in row
+        assert f"`{s.env}`" in row
+        assert (f"`{s.flag}`" not in row) if s.secret else (f"`{s.flag}`" in row)
     assert "| `zookeeper.session.timeout.ms` | int (1..) | `18000` | no | yes |" in text
 
 
@@ -351,3 +352,13 @@ def test_run_without_zookeeper_fails_unless_the_embedded_one_is_asked_for(
     both = ["run", "--controller-id", "0", "--zookeeper", "zk:2181", "--embedded-zookeeper"]
     assert main(both) == 2
     assert "drop one of them" in capsys.readouterr().err
+
+
+def test_secrets_have_no_command_line_flag() -> None:
+    """A flag's value sits in argv, which `ps` shows to every user of the host."""
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--zookeeper-auth-credentials-value", "user:secret"])
+    secrets = [s for s in SETTINGS if s.secret]
+    assert secrets and all(s.flag not in parser.format_help() for s in secrets)

@@ -56,3 +56,17 @@ def test_defaults_are_kafkas_and_a_zero_socket_timeout_means_the_request_timeout
         tmp_path, **{"controller.socket.timeout.ms": "0", "request.timeout.ms": "4000"}
     )
     assert zero.channel.connect_timeout_s == 4.0
+
+
+def test_state_change_log_rotation_comes_from_the_configuration(tmp_path: Path) -> None:
+    daemon = daemon_with(
+        tmp_path,
+        **{"state.change.log.max.bytes": "1", "state.change.log.backups": "3"},
+    )
+    scl = daemon.state_change_log
+    for _ in range(5):
+        scl.controller("elected")
+        scl.flush()
+    scl.close()
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("state-change"))
+    assert names == [f"state-change.log{s}" for s in ("", ".1", ".2", ".3")]

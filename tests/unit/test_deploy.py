@@ -374,6 +374,13 @@ def test_kubernetes_wiring() -> None:
     config = load_config(env={}, overrides={"controller.id": 0, **values})
     assert config.metrics_listen.port == ports["metrics"]
     assert config.grpc_listen.port == ports["grpc"]
+    # No logrotate in a pod: the daemon rotates the state-change log, and all its files fit
+    # in the log volume's size limit.
+    logs = next(v for v in spec["template"]["spec"]["volumes"] if v["name"] == "logs")
+    limit = logs["emptyDir"]["sizeLimit"]
+    assert limit.endswith("Gi")
+    kept = config.state_change_log_max_bytes * (config.state_change_log_backups + 1)
+    assert 0 < kept < int(limit[:-2]) * 2**30
     # Services select the pods; the ServiceMonitor selects exactly one Service and its port.
     services = [d for (kind, _), d in docs.items() if kind == "Service"]
     for svc in services:

@@ -164,6 +164,40 @@ def test_reopen_after_rotation(tmp_path: Path) -> None:
     assert [r["to_state"] for r in current] == ["OnlinePartition", "OfflinePartition"]
 
 
+def test_size_based_rotation_keeps_events_whole_and_the_newest_backups(tmp_path: Path) -> None:
+    """With state.change.log.max.bytes (no logrotate, e.g. in a container) the file rotates
+    at an event boundary: FILE.1 is the newest backup, at most ``backups`` are kept."""
+    path = tmp_path / "sc.log"
+    log = StateChangeLog(path, 1, max_bytes=1, backups=2)  # every event crosses it
+    events = []
+    for event in range(8):
+        tp = TopicPartition(f"t{event}", 0)
+        log.partition(tp, None, "NewPartition")
+        log.partition(tp, "NewPartition", "OnlinePartition")
+        log.partition(tp, "OnlinePartition", "OfflinePartition")
+        log.flush()
+        events.append(f"t{event}")
+    log.partition(TopicPartition("last", 0), None, "NewPartition")
+    log.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sc.log", "sc.log.1", "sc.log.2"]
+    by_file = {name: records((tmp_path / name).read_text()) for name in ("sc.log.2", "sc.log.1")}
+    for lines in by_file.values():
+        assert len({r["topic"] for r in lines}) == 1 and len(lines) == 3  # one whole event
+    assert [by_file[n][0]["topic"] for n in ("sc.log.2", "sc.log.1")] == events[-2:]
+    assert [r["topic"] for r in records(path.read_text())] == ["last"]
+
+
+def test_no_rotation_by_default(tmp_path: Path) -> None:
+    path = tmp_path / "sc.log"
+    log = StateChangeLog(path, 1)
+    for _ in range(50):
+        log.partition(TP, None, "NewPartition")
+        log.flush()
+    log.close()
+    assert [p.name for p in tmp_path.iterdir()] == ["sc.log"]
+    assert len(records(path.read_text())) == 50
+
+
 def test_close_is_idempotent_drops_later_lines_and_keeps_borrowed_streams_open() -> None:
     out = io.StringIO()
     log = StateChangeLog(out, 1)
