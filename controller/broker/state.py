@@ -182,12 +182,14 @@ class ReplicaState:
         if state.leader_epoch < current_epoch:
             return Errors.STALE_CONTROLLER_EPOCH
         # Equal epochs change nothing but topic-id bookkeeping. Kafka answers NONE when it
-        # assigns a topic id to a partition that had none (or keeps one the request lacks),
-        # and STALE_CONTROLLER_EPOCH otherwise.
+        # assigns a topic id to a partition that had none, or, as a follower (the request
+        # names another leader), when it keeps one the request lacks; STALE_CONTROLLER_EPOCH
+        # otherwise (ReplicaManager.becomeLeaderOrFollower).
         if hosted is not None and topic_id and not hosted.topic_id:
             hosted.topic_id = topic_id
             return Errors.NONE
-        if hosted is not None and not topic_id and hosted.topic_id:
+        follower = state.leader != self.broker_id
+        if hosted is not None and not topic_id and hosted.topic_id and follower:
             return Errors.NONE
         return Errors.STALE_CONTROLLER_EPOCH
 

@@ -311,6 +311,14 @@ def test_equal_epoch_topic_id_bookkeeping(client: Client) -> None:
     # Same id, same epoch: the plain "nothing new" answer.
     resp = client.lai([P("t", 0, leader_epoch=2, topic_id="AAAAAAAAAAAAAAAAAAAAAg")])
     assert lai_errors(resp) == {("t", 0): Errors.STALE_CONTROLLER_EPOCH}
+    # Same epoch without the id we hold: NONE only as a follower (Kafka's topic-id downgrade
+    # case); as the leader it is the plain "nothing new" answer.
+    resp = client.lai([P("t", 0, leader_epoch=2)])
+    assert lai_errors(resp) == {("t", 0): Errors.STALE_CONTROLLER_EPOCH}
+    resp = client.lai([P("t", 0, leader=2, leader_epoch=3, topic_id="AAAAAAAAAAAAAAAAAAAAAg")])
+    assert lai_errors(resp) == {("t", 0): Errors.NONE}  # now a follower of broker 2
+    resp = client.lai([P("t", 0, leader=2, leader_epoch=3)])
+    assert lai_errors(resp) == {("t", 0): Errors.NONE}
 
 
 def test_failed_log_dir_answers_kafka_storage_error(broker: BrokerServer, client: Client) -> None:
