@@ -338,19 +338,15 @@ class ReplicaState:
             return broker_id in self._live_brokers
 
     def leader_address(self, broker_id: int, listener: str) -> str | None:
-        """Where to reach a leader: its LeaderAndIsr live_leaders address, else its
-        ``listener`` endpoint in the metadata cache."""
+        """Where to reach a leader: its ``listener`` endpoint in the metadata cache (Kafka's
+        fetchers look there; UpdateMetadata is what carries a changed endpoint), else its
+        last LeaderAndIsr live_leaders address (a leader not in the cache yet)."""
         with self._lock:
-            address = self._leader_addresses.get(broker_id)
-            if address is not None:
-                return address
             broker = self._live_brokers.get(broker_id)
-            if broker is None:
-                return None
-            for endpoint in broker.endpoints:
+            for endpoint in broker.endpoints if broker is not None else ():
                 if endpoint.listener == listener:
                     return EndPoint(listener, endpoint.host, endpoint.port).address
-            return None
+            return self._leader_addresses.get(broker_id)
 
     def apply_isr_change(
         self,

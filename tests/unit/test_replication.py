@@ -386,6 +386,16 @@ def test_leader_address_falls_back_to_the_metadata_cache():
     assert state.leader_address(4, "PLAINTEXT") is None
 
 
+def test_a_leader_endpoint_changed_by_update_metadata_is_used():
+    """A leader that changes its endpoint in place (setData on its registration) is announced
+    by UpdateMetadata only; the follower must not keep the LeaderAndIsr address."""
+    state = ReplicaState(2, broker_epoch=200)
+    leader_and_isr(state, leader=1, isr=(1, 2), replicas=(1, 2))  # live_leaders: h:9001
+    assert state.leader_address(1, "PLAINTEXT") == "h:9001"  # not in the cache yet
+    live_brokers(state, 1, 2)
+    assert state.leader_address(1, "PLAINTEXT") == "m:9001"
+
+
 # -- AlterPartitionManager -------------------------------------------------------------------
 
 
