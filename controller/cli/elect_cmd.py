@@ -3,6 +3,11 @@
     zk-controller elect --type preferred --all
     zk-controller elect --type preferred --topic orders
     zk-controller elect --type unclean --topic orders --partition 3
+    zk-controller elect --election-type PREFERRED --path-to-json-file partitions.json
+
+Kafka's spellings are accepted: ``--election-type`` for ``--type`` (either case),
+``--all-topic-partitions`` for ``--all``, and ``--path-to-json-file`` with Kafka's file,
+``{"partitions": [{"topic": "orders", "partition": 3}, ...]}``.
 
 The request goes to the active controller's ElectLeaders admin RPC; the controller is found
 through ZooKeeper (``/controller`` and its advertised endpoint), and a standby's NOT_CONTROLLER
@@ -51,6 +56,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--type",
+        "--election-type",
+        dest="type",
         required=True,
         type=str.lower,
         choices=sorted(ELECTION_TYPES),
@@ -59,7 +66,18 @@ def register(subparsers: Any) -> None:
     )
     scope = parser.add_mutually_exclusive_group(required=True)
     scope.add_argument("--topic", metavar="TOPIC", help="the topic to elect leaders for")
-    scope.add_argument("--all", action="store_true", help="every partition of every topic")
+    scope.add_argument(
+        "--all",
+        "--all-topic-partitions",
+        dest="all",
+        action="store_true",
+        help="every partition of every topic",
+    )
+    scope.add_argument(
+        "--path-to-json-file",
+        metavar="FILE",
+        help='the partitions in Kafka\'s JSON: {"partitions": [{"topic": T, "partition": P}]}',
+    )
     parser.add_argument("--partition", type=int, metavar="P", help="only this partition of --topic")
     add_admin_timeout_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -80,6 +98,36 @@ def _partitions_of(port: ZkPort, topic: str) -> list[int]:
     return sorted(codecs.decode_topic_assignment(topic, data, path).partitions)
 
 
+def partitions_from_json_file(path: str) -> list[tuple[str, int]]:
+    """Kafka's ``--path-to-json-file`` content, in file order; AdminError naming what is
+    wrong (an unreadable file, a bad entry, a partition listed twice, an empty list)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as exc:
+        raise AdminError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise AdminError(f"{path} is not valid JSON: {exc}") from None
+    entries = doc.get("partitions") if isinstance(doc, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise AdminError(f'{path}: expected {{"partitions": [...]}} with at least one partition')
+    out: list[tuple[str, int]] = []
+    for i, entry in enumerate(entries):
+        topic = entry.get("topic") if isinstance(entry, dict) else None
+        partition = entry.get("partition") if isinstance(entry, dict) else None
+        if not isinstance(topic, str) or not topic.strip():
+            raise AdminError(f"{path}: partitions[{i}]: 'topic' must be a non-empty string")
+        if type(partition) is not int or partition < 0:
+            raise AdminError(
+                f"{path}: partitions[{i}]: 'partition' must be a non-negative integer, "
+                f"got {partition!r}"
+            )
+        if (topic, partition) in out:
+            raise AdminError(f"{path}: duplicate partition {topic}-{partition} in the JSON file")
+        out.append((topic, partition))
+    return out
+
+
 def elect_command(args: argparse.Namespace) -> int:
     if args.partition is not None and args.topic is None:
         return fail("--partition needs --topic")
@@ -90,10 +138,18 @@ def elect_command(args: argparse.Namespace) -> int:
     if args.timeout_ms <= 0:
         return fail(f"--timeout-ms must be positive, got {args.timeout_ms}")
     type_name = args.type.upper()
+    listed: list[tuple[str, int]] | None = None
+    if args.path_to_json_file is not None:
+        try:
+            listed = partitions_from_json_file(args.path_to_json_file)
+        except AdminError as exc:
+            return fail(str(exc))
 
     def action(port: ZkPort) -> int:
         if args.all:
             wanted: list[common_pb2.TopicPartition] = []
+        elif listed is not None:
+            wanted = [common_pb2.TopicPartition(topic=t, partition=p) for t, p in listed]
         else:
             numbers = (
                 [args.partition] if args.partition is not None else _partitions_of(port, args.topic)

@@ -30,6 +30,10 @@ COMMAND_MODULES = (
 
 PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a tool its reader went away from
 
+# The admin tools exit 1 on usage errors too, as Kafka's do (kafka-topics.sh & co.); the
+# daemon-like commands keep argparse's 2.
+ADMIN_COMMANDS = frozenset({"topics", "configs", "reassign", "elect", "features", "brokers"})
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -49,9 +53,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        try:
+            args, extras = parser.parse_known_args(argv)
+        except SystemExit as exc:
+            if command not in ADMIN_COMMANDS:
+                raise
+            # argparse has printed the help (0) or the usage and the error (2, or 1 from the
+            # admin tools' one-line parsers).
+            return 0 if exc.code in (0, None) else 1
+        if extras:
+            message = f"unrecognized arguments: {' '.join(extras)}"
+            if command in ADMIN_COMMANDS:
+                print(f"zk-controller {command}: error: {message}", file=sys.stderr)
+                return 1
+            parser.error(message)
         if not getattr(args, "func", None):
             parser.print_help()
             return 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
@@ -71,6 +72,8 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_admin(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:
     """Open the session, run ``action``, turn every expected failure into one stderr line."""
+    if getattr(args, "needs_topic_name", False) and (problem := resolve_topic_name(args)):
+        return fail(problem)
     # Library logs (kazoo's reconnect warnings...) would break the one-line error contract.
     configure_logging("DEBUG" if args.verbose else "CRITICAL", "console", sys.stderr)
     try:
@@ -144,7 +147,7 @@ def register(subparsers: Any) -> None:
     )
 
     create = actions.add_parser("create", help="create a topic")
-    create.add_argument("name", metavar="NAME")
+    _add_topic_name(create)
     create.add_argument("--partitions", type=int, metavar="P")
     create.add_argument("--replication-factor", type=int, metavar="R")
     create.add_argument(
@@ -166,11 +169,19 @@ def register(subparsers: Any) -> None:
     create.set_defaults(func=create_command)
 
     listing = actions.add_parser("list", help="list topics")
+    listing.add_argument(
+        "--topic", metavar="REGEX", help="only topics whose whole name matches (Kafka's --topic)"
+    )
     listing.add_argument("--json", action="store_true", help="print JSON")
     listing.set_defaults(func=list_command)
 
     describe = actions.add_parser("describe", help="describe topics and their partitions")
     describe.add_argument("names", nargs="*", metavar="NAME", help="default: every topic")
+    describe.add_argument(
+        "--topic",
+        metavar="REGEX",
+        help="topics whose whole name matches (Kafka's --topic; with NAMEs, both are described)",
+    )
     only = describe.add_mutually_exclusive_group()
     only.add_argument(
         "--under-replicated-partitions",
@@ -186,7 +197,7 @@ def register(subparsers: Any) -> None:
     describe.set_defaults(func=describe_command)
 
     alter = actions.add_parser("alter", help="add partitions to a topic")
-    alter.add_argument("name", metavar="NAME")
+    _add_topic_name(alter)
     alter.add_argument("--partitions", type=int, required=True, metavar="P", help="new total")
     alter.add_argument(
         "--replica-assignment",
@@ -201,7 +212,7 @@ def register(subparsers: Any) -> None:
     alter.set_defaults(func=alter_command)
 
     delete = actions.add_parser("delete", help="mark a topic for deletion")
-    delete.add_argument("name", metavar="NAME")
+    _add_topic_name(delete)
     delete.add_argument(
         "--if-exists", action="store_true", help="do nothing if the topic is absent"
     )
@@ -209,6 +220,36 @@ def register(subparsers: Any) -> None:
 
     for action in (create, listing, describe, alter, delete):
         add_connection_arguments(action)
+
+
+def _add_topic_name(parser: argparse.ArgumentParser) -> None:
+    """The topic as a positional NAME or as kafka-topics.sh's ``--topic NAME``."""
+    parser.add_argument("name", nargs="?", metavar="NAME")
+    parser.add_argument("--topic", dest="topic_option", metavar="NAME", help="the same as NAME")
+    parser.set_defaults(needs_topic_name=True)
+
+
+def resolve_topic_name(args: argparse.Namespace) -> str | None:
+    """The one topic name of create/alter/delete; an error message when it is missing or
+    given twice differently."""
+    given = {n for n in (args.name, args.topic_option) if n is not None}
+    if len(given) != 1:
+        return (
+            "a topic is required: NAME or --topic NAME"
+            if not given
+            else f"two topic names given: {args.name!r} and --topic {args.topic_option!r}"
+        )
+    args.name = given.pop()
+    return None
+
+
+def topic_pattern(regex: str) -> re.Pattern[str]:
+    """Kafka's --topic for list/describe: a regular expression matched against whole names
+    (a plain name matches itself; Kafka's "," between alternatives is accepted too)."""
+    try:
+        return re.compile(regex.strip().replace(",", "|"))
+    except re.error as exc:
+        raise AdminError(f"--topic {regex!r} is not a valid regular expression: {exc}") from None
 
 
 def _rack_mode(args: argparse.Namespace) -> RackAwareMode:
@@ -257,6 +298,9 @@ def create_command(args: argparse.Namespace) -> int:
 def list_command(args: argparse.Namespace) -> int:
     def action(port: ZkPort) -> int:
         listing = admin.list_topics(port)
+        if args.topic is not None:
+            pattern = topic_pattern(args.topic)
+            listing = [t for t in listing if pattern.fullmatch(t.name)]
         if args.json:
             rows = [{"name": t.name, "marked_for_deletion": t.marked_for_deletion} for t in listing]
             print(json.dumps({"topics": rows}))
@@ -279,7 +323,14 @@ def describe_command(args: argparse.Namespace) -> int:
     filtering = args.under_replicated_partitions or args.unavailable_partitions
 
     def action(port: ZkPort) -> int:
-        descriptions = admin.describe_topics(port, args.names or None)
+        names = list(args.names)
+        if args.topic is not None:
+            pattern = topic_pattern(args.topic)
+            matched = [t.name for t in admin.list_topics(port) if pattern.fullmatch(t.name)]
+            if not matched:
+                raise AdminError(f"Topic '{args.topic}' does not exist as expected")
+            names += [n for n in matched if n not in names]
+        descriptions = admin.describe_topics(port, names or None)
         errors = [f"topic {t.name}: {t.error}" for t in descriptions if t.error]
         errors += [
             f"topic {t.name} partition {p.partition}: {p.state_error}"

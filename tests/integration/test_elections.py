@@ -422,6 +422,31 @@ def test_cli_unclean_election_elects_outside_the_isr_and_is_counted(cluster: Clu
     assert registry.get_sample_value("kafka_controller_leader_elections_total", by_type) == 1.0
 
 
+def test_cli_takes_kafkas_spellings_and_a_json_file(cluster: Cluster, tmp_path: Path) -> None:
+    """kafka-leader-election.sh's options: --election-type, --all-topic-partitions and
+    --path-to-json-file, whose partitions alone are elected."""
+    seed(cluster, "t", {0: ([1, 2], 2, [1, 2]), 1: ([1, 2], 2, [1, 2])})
+    start(cluster, brokers=(1, 2), **NO_AUTO_REBALANCE)
+    listed = tmp_path / "partitions.json"
+    listed.write_text(json.dumps({"partitions": [{"topic": "t", "partition": 0}]}))
+    done = run_cli(cluster, "--election-type", "PREFERRED", "--path-to-json-file", str(listed))
+    assert done.returncode == 0, done
+    assert done.stdout.splitlines() == [
+        "Successfully completed leader election (PREFERRED) for partitions t-0"
+    ]
+    assert (cluster.state("t", 0)["leader"], cluster.state("t", 1)["leader"]) == (1, 2)
+    done = run_cli(cluster, "--election-type", "preferred", "--all-topic-partitions")
+    assert done.returncode == 0, done
+    assert done.stdout.splitlines() == [
+        "Successfully completed leader election (PREFERRED) for partitions t-1",
+        "Valid replica already elected for partitions t-0",
+    ]
+    listed.write_text('{"partitions": [{"topic": "t", "partition": 0}, {"topic": "t"}]}')
+    done = run_cli(cluster, "--type", "preferred", "--path-to-json-file", str(listed))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "partitions[1]: 'partition' must be a non-negative integer" in done.stderr
+
+
 def test_cli_errors_are_one_line(cluster: Cluster) -> None:
     start(cluster, brokers=(1,), **NO_AUTO_REBALANCE)
     done = run_cli(cluster, "--type", "preferred", "--topic", "missing")

@@ -515,6 +515,33 @@ def test_cli_end_to_end(zk_connect: str, port: KazooPort) -> None:
     assert doc["controller"] == 3 and [b["id"] for b in doc["brokers"]] == [1, 2, 3]
 
 
+def test_cli_takes_kafkas_topic_option(zk_connect: str, port: KazooPort) -> None:
+    """kafka-topics.sh names the topic with --topic (a regular expression for list and
+    describe); scripts ported from it work unchanged."""
+    brokers(port, 1, 2)
+    zk = ["--zookeeper", zk_connect]
+    for name in ("orders", "orders-dlq", "audit"):
+        r = cli("topics", "create", "--topic", name, "--partitions", "1",
+                "--replication-factor", "1", *zk)  # fmt: skip
+        assert (r.returncode, r.stdout) == (0, f"Created topic {name}.\n"), r.stderr
+    assert cli("topics", "list", "--topic", "orders.*", *zk).stdout == "orders\norders-dlq\n"
+    assert cli("topics", "list", "--topic", "audit,orders", *zk).stdout == "audit\norders\n"
+    r = cli("topics", "describe", "--topic", "orders", *zk)
+    assert [line.split("\t")[0] for line in r.stdout.splitlines() if line[:1] != "\t"] == [
+        "Topic: orders"
+    ]
+    r = cli("topics", "alter", "--topic", "orders", "--partitions", "2", *zk)
+    assert r.returncode == 0, r.stderr
+    r = cli("topics", "delete", "--topic", "audit", *zk)
+    assert r.stdout.startswith("Topic audit is marked for deletion.\n")
+    one_error_line(cli("topics", "describe", "--topic", "nope.*", *zk),
+                   "Topic 'nope.*' does not exist as expected")  # fmt: skip
+    one_error_line(cli("topics", "list", "--topic", "(", *zk), "not a valid regular expression")
+    one_error_line(cli("topics", "delete", *zk), "a topic is required: NAME or --topic NAME")
+    one_error_line(cli("topics", "delete", "orders", "--topic", "audit", *zk),
+                   "two topic names given")  # fmt: skip
+
+
 def test_cli_errors_are_one_line_and_change_nothing(zk_connect: str, port: KazooPort) -> None:
     brokers(port, 1, 2)
     zk = ["--zookeeper", zk_connect]
