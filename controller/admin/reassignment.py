@@ -5,9 +5,12 @@
   "log_dirs":["any","any"]}]}`` (``--reassignment-json-file``; ``log_dirs`` optional);
 - ``generate`` proposes a plan with Kafka's replica placement (``assign_replicas_to_brokers``)
   over the given brokers, rack-aware unless disabled;
-- a plan is checked the way Kafka's tool checks it before anything is submitted: valid JSON,
-  version 1, a non-empty partition list, no duplicate partitions, no empty or duplicate replica
-  lists, partitions that exist and brokers that are registered.
+- a plan to execute is checked before anything is submitted: Kafka's tool's checks (valid
+  JSON, version 1, a non-empty partition list, no duplicate partitions, no empty or duplicate
+  replica lists, registered brokers) and two of its own: the partitions exist (Kafka's tool
+  leaves that to the controller's UNKNOWN_TOPIC_OR_PARTITION) and ``log_dirs`` is ``"any"``
+  (moving replicas between log directories is not supported). verify and cancel read a plan
+  without these checks, as Kafka's tool does.
 
 Reads go to ZooKeeper (topic znodes, broker registrations); submissions go either to the active
 controller's admin API (the CLI does that) or, like Kafka's pre-2.4 ``--zookeeper`` tool, to
@@ -150,8 +153,13 @@ def parse_broker_list(text: str) -> list[int]:
     return brokers
 
 
-def parse_reassignment_json(text: str) -> dict[TopicPartition, tuple[int, ...]]:
-    """Kafka's ``parsePartitionReassignmentData`` plus ``parseExecuteAssignmentArgs``' checks."""
+def parse_reassignment_json(
+    text: str, *, for_execute: bool = True
+) -> dict[TopicPartition, tuple[int, ...]]:
+    """Kafka's ``parsePartitionReassignmentData``, plus ``parseExecuteAssignmentArgs``' checks
+    when ``for_execute`` (verify and cancel read a plan as Kafka's tool does: no checks of
+    the replica lists, and log dirs, which only execute would act on, ignored). Unknown
+    fields are ignored, as Kafka's tool ignores them."""
     doc = _load_json(text, "reassignment JSON")
     entries: list[tuple[TopicPartition, tuple[int, ...]]] = []
     for i, entry in enumerate(_list(doc, "partitions", "reassignment JSON")):
@@ -168,17 +176,16 @@ def parse_reassignment_json(text: str) -> dict[TopicPartition, tuple[int, ...]]:
                 f"size of replicas list {list(replicas)} is different from size of log dirs "
                 f"list {log_dirs} for partition {tp}"
             )
-        if any(d != ANY_LOG_DIR for d in log_dirs):
+        if for_execute and any(d != ANY_LOG_DIR for d in log_dirs):
             raise InvalidPlanError(
                 f"partition {tp}: moving replicas between log directories is not supported "
                 f'(log_dirs must be "{ANY_LOG_DIR}")'
             )
-        unknown = sorted(set(entry) - {"topic", "partition", "replicas", "log_dirs"})
-        if unknown:
-            raise InvalidPlanError(f"{where} ({tp}): unknown field(s) {', '.join(unknown)}")
         entries.append((tp, replicas))
     if not entries:
         raise InvalidPlanError("partition reassignment list cannot be empty")
+    if not for_execute:
+        return dict(entries)
     empty = [str(tp) for tp, r in entries if not r]
     if empty:
         raise InvalidPlanError(f"partition replica list cannot be empty: {', '.join(empty)}")

@@ -301,7 +301,8 @@ def _wait(
 
 def verify_command(args: argparse.Namespace) -> int:
     def action(port: ZkPort) -> int:
-        plan = plans.parse_reassignment_json(_read(args.reassignment_json_file, "reassignment"))
+        text = _read(args.reassignment_json_file, "reassignment")
+        plan = plans.parse_reassignment_json(text, for_execute=False)
         with _client(port, args) as client:
             ongoing = list_ongoing(client, list(plan))
         progress = plans.partition_progress(port, plan, ongoing)
@@ -314,12 +315,18 @@ def verify_command(args: argparse.Namespace) -> int:
                 "zookeeper_request_problem": problem,
             }))  # fmt: skip
         else:
-            print(plans.format_progress(progress))
+            # stdout is Kafka's (scripts grep its status lines); the rest goes to stderr.
+            print(plans.format_progress(progress, details=False))
+            for tp in sorted(progress, key=plans.tp_key):
+                if detail := progress[tp].detail_line():
+                    print(f"{tp}: {detail.strip()}", file=sys.stderr)
             done = sum(p.completed for p in progress.values())
-            print(f"{done} of {len(progress)} partition reassignment{_s(progress)} completed.")
+            print(f"{done} of {len(progress)} partition reassignment{_s(progress)} completed.",
+                  file=sys.stderr)  # fmt: skip
         waiting = sorted(set(pending) & set(plan), key=plans.tp_key)
         if waiting and not args.json:
-            print(f"Submitted through ZooKeeper, not started yet: {_partition_list(waiting)}")
+            print(f"Submitted through ZooKeeper, not started yet: {_partition_list(waiting)}",
+                  file=sys.stderr)  # fmt: skip
         if problem is not None:
             print(f"WARNING: the controller ignores the pending ZooKeeper request: {problem}",
                   file=sys.stderr)  # fmt: skip
@@ -330,7 +337,8 @@ def verify_command(args: argparse.Namespace) -> int:
 
 def cancel_command(args: argparse.Namespace) -> int:
     def action(port: ZkPort) -> int:
-        plan = plans.parse_reassignment_json(_read(args.reassignment_json_file, "reassignment"))
+        text = _read(args.reassignment_json_file, "reassignment")
+        plan = plans.parse_reassignment_json(text, for_execute=False)
         with _client(port, args) as client:
             active = sorted(list_ongoing(client, list(plan)), key=plans.tp_key)
             if not active:

@@ -45,7 +45,14 @@ KEYED_WARNING = (
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
-    """Usage errors as one stderr line and exit code 1, like every other error here."""
+    """Usage errors as one stderr line and exit code 1, like every other error here.
+
+    No abbreviated options: Kafka's ``--timeout`` (ms) must not silently mean ``--timeout-s``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(1, f"{self.prog}: error: {message}\n")

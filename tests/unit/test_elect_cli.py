@@ -58,6 +58,8 @@ def test_a_missing_file_is_an_error(tmp_path: Path) -> None:
         ["elect", "--all"],  # --type missing
         ["reassign", "verify", "--bogus"],
         ["topics", "nope"],
+        # Kafka's --timeout is in ms: it must not pass for an abbreviation of --timeout-s.
+        ["reassign", "execute", "--reassignment-json-file", "p.json", "--timeout", "10000"],
     ],
 )
 def test_admin_usage_errors_exit_1_like_kafkas_tools(

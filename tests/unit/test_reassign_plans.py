@@ -105,8 +105,6 @@ def test_reassignment_json() -> None:
          "size of replicas list [1, 2] is different from size of log dirs list ['any']"),
         ({"partitions": [{"topic": "t", "partition": 0, "replicas": [1], "log_dirs": ["/d"]}]},
          "moving replicas between log directories is not supported"),
-        ({"partitions": [{"topic": "t", "partition": 0, "replicas": [1], "leader": 1}]},
-         "partitions[0] (t-0): unknown field(s) leader"),
         ({"partitions": [{"partition": 0, "replicas": [1]}]},
          'partitions[0]: expected an object with a string "topic"'),
     ],
@@ -116,6 +114,27 @@ def test_reassignment_json_errors(doc: object, message: str) -> None:
     with pytest.raises(plans.InvalidPlanError) as info:
         plans.parse_reassignment_json(text)
     assert message in str(info.value)
+
+
+def test_unknown_fields_are_ignored_as_kafkas_tool_does() -> None:
+    text = '{"partitions": [{"topic": "t", "partition": 0, "replicas": [1], "leader": 1}]}'
+    assert plans.parse_reassignment_json(text) == {tp("t", 0): (1,)}
+
+
+def test_verify_and_cancel_read_a_plan_without_executes_checks() -> None:
+    """Kafka's verify and cancel parse the plan without execute's checks: a plan that moved
+    log dirs, listed a partition twice or has an empty list can still be checked."""
+    doc = {"partitions": [
+        {"topic": "t", "partition": 0, "replicas": [1, 2], "log_dirs": ["/d1", "any"]},
+        {"topic": "t", "partition": 0, "replicas": [1, 2]},
+        {"topic": "t", "partition": 1, "replicas": []},
+    ]}  # fmt: skip
+    text = json.dumps(doc)
+    with pytest.raises(plans.InvalidPlanError):
+        plans.parse_reassignment_json(text)
+    assert plans.parse_reassignment_json(text, for_execute=False) == {
+        tp("t", 0): (1, 2), tp("t", 1): (),
+    }  # fmt: skip
 
 
 def test_format_is_kafkas_compact_sorted_json_and_parses_back() -> None:
