@@ -25,6 +25,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from controller.api import MESSAGE_SIZE_OPTIONS
 from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
 from controller.security.tls import ServerTls, add_port
 
@@ -45,12 +46,21 @@ class ControllerGrpcServer:
         interceptors: Sequence[grpc.ServerInterceptor] = (),
     ) -> None:
         self._server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=max_workers), interceptors=list(interceptors)
+            futures.ThreadPoolExecutor(max_workers=max_workers),
+            interceptors=list(interceptors),
+            # gRPC shares a port with SO_REUSEPORT by default: a second controller given the
+            # same grpc.listen would start, advertise the same address, and brokers and admin
+            # tools would land on the standby at random. Large AlterPartition requests and
+            # reassignment listings need more than gRPC's 4 MiB.
+            options=[*MESSAGE_SIZE_OPTIONS, ("grpc.so_reuseport", 0)],
         )
         self.health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         self.tls = tls
-        self.port = add_port(self._server, address, tls)
+        try:
+            self.port = add_port(self._server, address, tls)
+        except RuntimeError as exc:  # grpcio raises when it cannot bind
+            raise OSError(f"cannot bind the gRPC listener to {address}: {exc}") from None
         if self.port == 0:
             raise OSError(f"cannot bind the gRPC listener to {address}")
         host = address.rsplit(":", 1)[0]
