@@ -15,6 +15,7 @@ new configuration is reported and the running one is kept whole.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import dataclasses
@@ -106,6 +107,11 @@ def freeze_heap_after_failover(controller: Controller, channel: ControllerChanne
 
     controller.election.add_failover_hook(after_failover)
     controller.after_event_hooks.append(unfreeze_when_inactive)
+
+
+class DaemonStartError(Exception):
+    """The daemon could not start (ZooKeeper unreachable, a port in use, ...); what opened
+    has been closed again."""
 
 
 class ControllerDaemon:
@@ -261,6 +267,8 @@ class ControllerDaemon:
             threading.Thread(target=self._register_endpoint, daemon=True).start()
 
     def stop(self, resign_timeout: float = 10.0) -> None:
+        """Resign, then stop everything; bounded well inside a 30 s grace period (10 s for
+        the resignation, 5 s more for a busy event thread, then the session is closed)."""
         if self._stopped:
             return
         self._stopped = True
@@ -271,25 +279,51 @@ class ControllerDaemon:
         self.controller.events.clear_and_put(resign)
         try:
             resign.done.result(resign_timeout)
+            resigned = True
         except Exception:
+            resigned = False
             log.warning("resignation did not finish in time", timeout_s=resign_timeout)
-        self.controller.shutdown()
+        if not resigned:
+            # The event thread is busy (a long failover) or ZooKeeper does not answer, and
+            # /controller is still ours: closing the session now frees it for a standby.
+            self._close_session()
+        self.controller.shutdown(event_thread_timeout=30.0 if resigned else 5.0)
         self.grpc.stop()
-        try:
-            self.port.stop()
-        except Exception:
-            log.exception("closing the ZooKeeper session failed")
+        self._close_session()
         if self.http is not None:
             self.http.shutdown()
         self.state_change_log.close()
         log.info("controller stopped", controller_id=self.config.controller_id)
+
+    def _close_session(self) -> None:
+        try:
+            self.port.stop()
+        except Exception:
+            log.exception("closing the ZooKeeper session failed")
+
+    def abort_start(self) -> None:
+        """Undo a ``start`` that failed part-way (nothing was elected): close what opened."""
+        self._stopped = True
+        self.controller.shutdown(event_thread_timeout=1.0)
+        with contextlib.suppress(Exception):
+            self.grpc.stop(grace=0)
+        self._close_session()
+        if self.http is not None:
+            self.http.shutdown()
+        self.state_change_log.close()
 
     # -- foreground run ------------------------------------------------------------------
 
     def run_forever(self) -> None:
         """Run until SIGTERM/SIGINT; SIGHUP reloads (see the module docstring)."""
         inbox = SignalInbox((signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
-        self.start()
+        try:
+            self.start()
+        except Exception as exc:
+            inbox.restore()
+            log.error("the controller could not start", error=str(exc) or type(exc).__name__)
+            self.abort_start()
+            raise DaemonStartError(str(exc) or type(exc).__name__) from exc
         try:
             while inbox.wait() == signal.SIGHUP:
                 self._on_reload()
@@ -298,8 +332,17 @@ class ControllerDaemon:
             self.stop()
 
     def _on_reload(self) -> None:
-        self.state_change_log.reopen()
-        log.info("reopened the state-change log", path=str(self.state_change_log.path))
+        try:
+            self.state_change_log.reopen()
+            log.info("reopened the state-change log", path=str(self.state_change_log.path))
+        except OSError as exc:
+            # A missing or read-only log dir after logrotate must not stop the controller:
+            # it keeps writing to the file it has open.
+            log.error(
+                "cannot reopen the state-change log; still writing to the open file",
+                path=str(self.state_change_log.path),
+                error=str(exc),
+            )
         if self._reload_config is not None:
             try:
                 new = self._reload_config()

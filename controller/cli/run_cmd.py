@@ -112,8 +112,13 @@ def run(args: argparse.Namespace) -> int:
         if embedded is not None:
             embedded.close()
         return 2
+    from controller.daemon import DaemonStartError
+
     try:
         daemon.run_forever()
+    except DaemonStartError as error:
+        print(f"zk-controller run: cannot start: {error}", file=sys.stderr)
+        return 1
     finally:
         if embedded is not None:
             embedded.close()

@@ -159,17 +159,16 @@ class Controller:
         if start_event_thread:
             self.events.start()
 
-    def shutdown(self) -> None:
+    def shutdown(self, event_thread_timeout: float = 30.0) -> None:
         """Stop processing; resign in memory. Does not delete ``/controller`` (see Resign)."""
         self._shut_down = True
-        stopped = self.events.close()
+        stopped = self.events.close(timeout=event_thread_timeout)
         self.scheduler.shutdown()
         if not stopped:
             # Resigning here would mutate the context under the event thread's feet. The
             # process is exiting; the session close removes /controller.
             log.warning(
-                "the event thread is still busy after 30 s; shutting down without resigning "
-                "in memory",
+                "the event thread is still busy; shutting down without resigning in memory",
                 controller_state=self.events.state.name,
             )
         else:

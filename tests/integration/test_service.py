@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
+import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support import ControllerProcess, kazoo, wait_until
+from controller.zk.server import free_port
+from tests.support import CLI, REPO, ControllerProcess, kazoo, wait_until
 
 pytestmark = pytest.mark.zookeeper
 
@@ -107,3 +111,86 @@ def test_first_controller_creates_a_missing_chroot(zk_connect: str, tmp_path: Pa
             client.close()
     finally:
         assert proc.terminate() == 0
+
+
+def _run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, "run", "--controller-id", "0", "--log-dir", str(tmp_path),
+         "--grpc-listen", f"127.0.0.1:{free_port()}", *args],
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )  # fmt: skip
+
+
+def test_a_start_that_fails_is_one_clear_line_and_exit_1(zk_connect: str, tmp_path: Path) -> None:
+    """ZooKeeper unreachable, or a port in use: one line naming the problem, no traceback,
+    exit 1, nothing left running."""
+    done = _run(
+        "--zookeeper", f"127.0.0.1:{free_port()}", "--zookeeper-connection-timeout-ms", "1000",
+        "--metrics-listen", f"127.0.0.1:{free_port()}", tmp_path=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1, done
+    assert "zk-controller run: cannot start:" in done.stderr
+    assert "Traceback" not in done.stderr
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        busy = holder.getsockname()[1]
+        done = _run("--zookeeper", zk_connect, "--metrics-listen", f"127.0.0.1:{busy}",
+                    tmp_path=tmp_path)  # fmt: skip
+    assert done.returncode == 1, done
+    assert "zk-controller run: cannot start:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_failed_state_change_log_reopen_does_not_stop_the_controller(
+    zk_connect: str, tmp_path: Path
+) -> None:
+    """SIGHUP after logrotate left the log dir unwritable: logged, the controller runs on."""
+    proc = ControllerProcess(zk_connect, 0, tmp_path)
+    try:
+        wait_until(lambda: proc.active() == 1.0, what="controller active")
+        proc.state_change_log.rename(proc.log_dir / "state-change.log.1")
+        # A path that cannot be opened for appending (file modes do not stop root).
+        (proc.log_dir / "state-change.log").mkdir()
+        proc.proc.send_signal(signal.SIGHUP)
+        failure = "cannot reopen the state-change log; still writing to the open file"
+        wait_until(lambda: _logged(proc, failure), what="the reopen failure logged")
+        assert proc.proc.poll() is None and proc.active() == 1.0
+    finally:
+        proc.close()
+
+
+def test_stop_with_a_busy_event_thread_frees_controller_without_waiting_for_it(
+    zk_connect: str, tmp_path: Path
+) -> None:
+    """SIGTERM during a long event: the resignation cannot run, so after its timeout the
+    session is closed (a standby can take /controller now) instead of holding /controller
+    until the event ends; stop() then returns without waiting for it."""
+    from controller.config import load_config
+    from controller.core.events import Probe
+    from controller.daemon import ControllerDaemon
+
+    flags = {
+        "controller.id": "0", "zookeeper.connect": zk_connect, "log.dir": str(tmp_path),
+        "metrics.listen": "127.0.0.1:0", "grpc.listen": "127.0.0.1:0",
+        "zookeeper.session.timeout.ms": "6000",
+    }  # fmt: skip
+    daemon = ControllerDaemon(load_config(flags=flags, env={}), configure_logs=False)
+    daemon.start()
+    observer = kazoo(zk_connect)
+    release = threading.Event()
+    running = threading.Event()
+    try:
+        wait_until(lambda: daemon.controller.is_active, what="controller active")
+        daemon.controller.put(Probe(fn=lambda ctl: (running.set(), release.wait(60))))
+        assert running.wait(10)
+        stopper = threading.Thread(target=daemon.stop, kwargs={"resign_timeout": 1.0})
+        stopper.start()
+        wait_until(lambda: observer.exists("/controller") is None, timeout=15,
+                   what="/controller freed while the event still runs")  # fmt: skip
+        assert not release.is_set()
+        stopper.join(30)
+        assert not stopper.is_alive()  # stop() did not wait for the 60 s event
+    finally:
+        release.set()
+        observer.stop()
+        daemon.stop()
