@@ -162,6 +162,7 @@ class BrokerInfo:
 class ClusterBrokers:
     controller_id: int | None
     brokers: tuple[BrokerInfo, ...]
+    controller_error: str | None = None  # /controller exists but cannot be read
 
 
 # --- parsing and validation helpers ----------------------------------------
@@ -535,12 +536,17 @@ def _describe_partition(
 
 def list_brokers(port: ZkPort) -> ClusterBrokers:
     """Every broker registration (sorted by id) and the active controller's id, if any."""
+    controller: int | None = None
+    error = None
     try:
         data, _ = port.get(paths.CONTROLLER)
-        controller: int | None = codecs.decode_controller(data)
-    except (NoNodeError, MalformedZnodeError):
-        controller = None
-    return ClusterBrokers(controller, tuple(_registered_brokers(port)))
+        controller = codecs.decode_controller(data)
+    except NoNodeError:
+        pass
+    except MalformedZnodeError as exc:
+        # Not "no controller": a controller cannot be elected while this znode exists.
+        error = str(exc)
+    return ClusterBrokers(controller, tuple(_registered_brokers(port)), error)
 
 
 def _ids(ids: Iterable[int]) -> str:

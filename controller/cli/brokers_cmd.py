@@ -50,7 +50,8 @@ def list_command(args: argparse.Namespace) -> int:
                 }
             )
         if args.json:
-            print(json.dumps({"controller": cluster.controller_id, "brokers": rows}))
+            print(json.dumps({"controller": cluster.controller_id, "brokers": rows,
+                              "controller_error": cluster.controller_error}))  # fmt: skip
         else:
             for row in rows:
                 if row["error"]:
@@ -63,7 +64,10 @@ def list_command(args: argparse.Namespace) -> int:
                     + (f"\tFeatures: {features}" if features else "")
                 )
             controller = cluster.controller_id
-            print(f"Controller: {'none' if controller is None else controller}")
+            if cluster.controller_error:
+                print(f"Controller: unreadable /controller: {cluster.controller_error}")
+            else:
+                print(f"Controller: {'none' if controller is None else controller}")
         errors = [f"broker {row['id']}: {row['error']}" for row in rows if row["error"]]
         for error in errors:
             fail(error)

@@ -10,6 +10,7 @@ type (since each became active) are shown too.
 
 from __future__ import annotations
 
+import http.client
 import time
 import urllib.request
 from collections import deque
@@ -89,6 +90,7 @@ class ClusterStatus:
     finalized_features: dict[str, int] = field(default_factory=dict)
     feature_epoch: int | None = None
     features_error: str | None = None
+    controller_error: str | None = None  # /controller exists but is unreadable
     leaders: dict[str, int | None] = field(default_factory=dict)  # for the tracker
 
     def to_json(self) -> dict[str, Any]:
@@ -149,7 +151,7 @@ def _controllers(port: ZkPort, active: int | None, timeout: float) -> list[Contr
                     status.metrics_address, timeout
                 )
                 status.reachable = True
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, http.client.HTTPException) as exc:
                 status.reachable = False
                 status.error = f"metrics unreachable: {exc}"
         out.append(status)
@@ -236,6 +238,7 @@ def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) ->
     return ClusterStatus(
         time=time.time(),
         active_controller=cluster.controller_id,
+        controller_error=cluster.controller_error,
         controller_epoch=_epoch(port),
         controllers=controllers,
         brokers=brokers,
@@ -320,6 +323,11 @@ def render(status: ClusterStatus, *, source: str = "") -> str:
     active = "none" if status.active_controller is None else str(status.active_controller)
     epoch = "-" if status.controller_epoch is None else str(status.controller_epoch)
     lines.append(f"Active controller: {active}   epoch: {epoch}")
+    if status.controller_error:
+        lines.append(
+            f"  /controller is unreadable, so no controller can be elected until it is "
+            f"deleted: {status.controller_error}"
+        )
     for c in status.controllers:
         role = "active " if c.active else "standby"
         detail = []

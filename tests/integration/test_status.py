@@ -265,3 +265,68 @@ def test_status_fails_cleanly_without_zookeeper(free_port: Any) -> None:
     assert result.returncode == 1
     assert "could not connect to ZooKeeper" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_an_unreadable_controller_znode_is_shown_not_hidden(zk_connect: str) -> None:
+    """A malformed /controller blocks every election; status and brokers list say so
+    instead of "none"."""
+    from tests.support import kazoo
+
+    client = kazoo(zk_connect)
+    try:
+        client.create("/controller", b"not json", ephemeral=True, makepath=True)
+        out = status(zk_connect, "--once")
+        assert out.returncode == 0, out.stderr
+        assert "/controller is unreadable, so no controller can be elected" in out.stdout
+        doc = status_json(zk_connect)
+        assert doc["active_controller"] is None and "invalid JSON" in doc["controller_error"]
+        listed = subprocess.run(
+            [*CLI, "brokers", "list", "--zookeeper", zk_connect],
+            capture_output=True, text=True, timeout=60, cwd=REPO,
+        )  # fmt: skip
+        assert "Controller: unreadable /controller:" in listed.stdout
+    finally:
+        client.stop()
+
+
+def test_a_metrics_address_that_answers_garbage_is_reported_not_a_crash(
+    zk_connect: str,
+) -> None:
+    """A controller endpoint whose metrics port speaks something other than HTTP: that
+    controller is shown "metrics unreachable"; status itself does not fail."""
+    import socket
+    import threading
+
+    from controller.zk.endpoints import ControllerEndpoint, encode_controller_endpoint
+    from tests.support import kazoo
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        address = f"127.0.0.1:{server.getsockname()[1]}"
+
+        def answer() -> None:
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.recv(1024)
+                    conn.sendall(b"garbage, not HTTP\r\n\r\n")
+
+        threading.Thread(target=answer, daemon=True).start()
+        client = kazoo(zk_connect)
+        try:
+            client.create(
+                paths.controller_endpoint_path(7),
+                encode_controller_endpoint(ControllerEndpoint(7, "127.0.0.1:1", address)),
+                ephemeral=True,
+                makepath=True,
+            )
+            with admin_session(zk_connect, 10_000) as port:
+                found = collect_status(port)
+            (c7,) = [c for c in found.controllers if c.id == 7]
+            assert c7.reachable is False and c7.error.startswith("metrics unreachable")
+        finally:
+            client.stop()
