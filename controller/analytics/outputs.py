@@ -90,7 +90,8 @@ def build(
     windows = keep(availability.unavailability_windows(ivals, periods))
     churn_daily = keep(churn.partition_churn_daily(facts))
     summary = controller.epoch_summary(facts) if per_epoch is None else per_epoch
-    tenure_rows = keep(controller.tenures(summary, periods))
+    every_tenure = keep(controller.all_tenures(summary))
+    tenure_rows = controller.tenures(summary, periods)
     frames: dict[str, DataFrame] = {
         "unavailability_windows": windows,
         "availability_hourly": availability.availability_hourly(ivals, periods),
@@ -102,7 +103,7 @@ def build(
         "broker_churn_daily": churn.broker_churn_daily(facts),
         "flapping_partitions": churn.flapping_partitions(churn_daily, top_n),
         "controller_tenures": tenure_rows,
-        "controller_gaps": controller.gaps(tenure_rows, session_timeout_s),
+        "controller_gaps": controller.gaps(every_tenure, periods, session_timeout_s),
         "leader_imbalance_hourly": imbalance.leader_imbalance_hourly(facts, periods),
     }
     return {

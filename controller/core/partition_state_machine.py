@@ -151,7 +151,8 @@ class PartitionStateMachine:
                         leader=lai.leader,
                         leader_epoch=lai.leader_epoch,
                         isr=lai.isr,
-                        election="offline",
+                        # Initialization, not an election (Kafka counts none either).
+                        election=None,
                     )
                     ctx.put_partition_state(tp, Online)
             if not to_elect:

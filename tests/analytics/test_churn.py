@@ -169,3 +169,43 @@ def test_broker_down_events(spark, tmp_path: Path) -> None:
     a = analyze_lines(spark, tmp_path, log.lines)
     row = a["broker_churn_daily"].where("broker = 2").collect()[0]
     assert (row.down_events, row.replicas_offline, row.isr_removals) == (2, 6, 3)
+
+
+def test_creation_as_the_controller_logs_it_is_no_election(spark, tmp_path: Path) -> None:
+    """Controllers before this fix logged a partition's creation (New -> Online) with
+    election "offline"; it is an initialization, not an election."""
+    log = Log()
+    for p in range(3):
+        log.part(0, "t", p, "NonExistentPartition", "NewPartition", None, None, None,
+                 "TopicChange", None)
+        log.part(0, "t", p, "NewPartition", "OnlinePartition", 1, [1, 2], "offline",
+                 "TopicChange")
+    log.offline(100, "t", 0, [2])
+    log.online(110, "t", 0, leader=2, isr=[2])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    assert [(r.election, r.elections) for r in a["elections_hourly"].collect()] == [
+        ("offline", 1)
+    ]
+    per_partition = {r.partition: r.elections for r in a["partition_churn_daily"].collect()}
+    assert per_partition == {0: 1, 1: 0, 2: 0}
+
+
+def test_a_topic_re_created_under_the_same_name_starts_afresh(spark, tmp_path: Path) -> None:
+    """Deleted t-0 on [1,2], re-created on [3,4]: no partition leader change, no ISR change,
+    no flap; for brokers, a leadership lost at the deletion and one gained at the creation."""
+    log = Log()
+    log.create(0, "t", 0, [1, 2])
+    log.offline(100, "t", 0, [1, 2], event="TopicDeletion")
+    log.part(101, "t", 0, "OfflinePartition", "NonExistentPartition", None, None, None,
+             "TopicDeletion", None)
+    log.create(200, "t", 0, [3, 4])
+    log.controller(300, "ready", "ready")
+    a = analyze_lines(spark, tmp_path, log.lines)
+    (row,) = a["partition_churn_daily"].collect()
+    assert (row.elections, row.leader_changes, row.isr_shrinks, row.isr_expands) == (0, 0, 0, 0)
+    assert a["flapping_partitions"].count() == 0
+    brokers = {
+        b.broker: (b.leaderships_gained, b.leaderships_lost, b.isr_removals, b.isr_additions)
+        for b in a["broker_churn_daily"].collect()
+    }
+    assert brokers == {1: (1, 1, 0, 0), 3: (1, 0, 0, 0)}, brokers

@@ -131,3 +131,65 @@ def test_two_clusters_are_analysed_apart(spark, tmp_path: Path) -> None:
     got = {(r.cluster, r.duration_s) for r in a["unavailability_windows"].collect()}
     assert got == {("a", 10.0), ("b", 30.0)}
     assert a.timeline.where("dup").count() == 0
+
+
+def _gaps(a) -> list[tuple]:
+    return [
+        (g.from_epoch, g.to_epoch, round(g.gap_s, 3), g.cause, g.elections)
+        for g in a["controller_gaps"].orderBy("from_epoch").collect()
+    ]
+
+
+def test_a_resignation_logged_after_the_successor_took_over_is_a_lost_session(
+    spark, tmp_path: Path
+) -> None:
+    """After a ZooKeeper session expiry the old controller learns it only on reconnecting:
+    its 'resigned' (and any late line) comes after its successor's election. The gap runs
+    from one session timeout before that election (30 - 18 = 12 s) to ready (31 s)."""
+    log = Log(controller_id=1, epoch=5)
+    log.controller(0, "elected")
+    log.controller(1, "ready", "elected")
+    log.create(2, "t", 0, [1, 2])
+    old = Log(controller_id=1, epoch=5)
+    old.seq = log.seq
+    log.new_controller(30, controller_id=2, ready_after=1.0)
+    old.controller(40.1, "resigned", "ready")
+    log.controller(100, "ready", "ready")  # a last record: the period runs to 100 s
+    a = analyze_lines(spark, tmp_path, log.lines + old.lines)
+    assert _gaps(a) == [(5, 6, 19.0, "session_lost", 1)]
+
+
+def test_a_successor_that_never_became_ready_is_inside_one_gap(spark, tmp_path: Path) -> None:
+    """Epoch 6 is elected at 30 s and never ready; epoch 7 is elected at 60 s, ready at 62 s.
+    One gap from the crash estimate before the first of those elections (30 - 18 = 12 s, after
+    the last record at 2 s) to 62 s: 50 s, two elections."""
+    log = Log(controller_id=1, epoch=5)
+    log.controller(0, "elected")
+    log.controller(1, "ready", "elected")
+    log.create(2, "t", 0, [1, 2])
+    log.controller_id, log.epoch, log.seq = 2, 6, 0
+    log.controller(30, "elected")
+    log.new_controller(60, controller_id=3, ready_after=2.0)
+    a = analyze_lines(spark, tmp_path, log.lines)
+    assert _gaps(a) == [(5, 7, 50.0, "crashed", 2)]
+
+
+def test_a_failover_across_the_period_start_is_clipped_not_lost(spark, tmp_path: Path) -> None:
+    log = Log(controller_id=1, epoch=5)
+    log.controller(0, "elected")
+    log.controller(1, "ready", "elected")
+    log.create(2, "t", 0, [1, 2])
+    log.new_controller(30, controller_id=2, ready_after=1.0)
+    log.controller(100, "ready", "ready")
+    from pyspark.testing import assertDataFrameEqual
+
+    a = analyze_lines(spark, tmp_path, log.lines, start=at(20), end=at(100))
+    # The gap is 12 -> 31 s; inside the period 20 -> 31 s.
+    assertDataFrameEqual(
+        a["controller_gaps"].select("gap_start", "gap_end", "gap_s", "started_before_period"),
+        spark.createDataFrame(
+            [(at(20), at(31), 11.0, True)],
+            "gap_start timestamp, gap_end timestamp, gap_s double, "
+            "started_before_period boolean",
+        ),
+    )

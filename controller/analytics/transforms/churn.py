@@ -19,7 +19,7 @@ from controller.analytics.transforms.facts import (
     timestamp,
 )
 from controller.analytics.transforms.steps import seconds_between
-from controller.analytics.transforms.timeline import OFFLINE
+from controller.analytics.transforms.timeline import ABSENT, NEW, OFFLINE
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -61,10 +61,15 @@ def emit(bounds: Bounds) -> list[Column]:
     replica = rows & (c("kind") == S.KIND_REPLICA)
     day = day_of(us)
 
+    # A partition's creation (New -> Online; also after its topic was deleted and made again)
+    # is no election and no partition leader change, whatever the record's election field
+    # says. For brokers it is a leadership gained (and a deletion one lost), as before.
+    created = c("phase_before").isin(NEW, ABSENT)
+    part_ch = part & ~created
+    elected = part_ch & c("election").isNotNull()
     changed = part & c("lead_before").isNotNull() & (c("lead_after") != c("lead_before"))
     return [
-        ELECTIONS.emit(part & c("election").isNotNull(), hour=hour_of(us),
-                       election=c("election"), elections=1),
+        ELECTIONS.emit(elected, hour=hour_of(us), election=c("election"), elections=1),
         UNCLEAN.emit(
             part & (c("election") == "offline_unclean"),
             topic=c("topic"), partition=c("partition"), ts_us=us, leader=c("leader"),
@@ -75,9 +80,9 @@ def emit(bounds: Bounds) -> list[Column]:
         PARTITION_DAY.emit(
             rows & c("topic").isNotNull(),
             topic=c("topic"), partition=c("partition"), day=day,
-            elections=flag(part & c("election").isNotNull()),
+            elections=flag(elected),
             leader_changes=flag(
-                part & (c("to_state") == S.ONLINE_PARTITION) & (c("leader") >= 0)
+                part_ch & (c("to_state") == S.ONLINE_PARTITION) & (c("leader") >= 0)
                 & c("leader_before").isNotNull() & (c("leader") != c("leader_before"))
             ),
             offline_windows=flag(part & (c("phase") == OFFLINE) & (c("phase_before") != OFFLINE)),

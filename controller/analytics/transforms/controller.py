@@ -86,9 +86,9 @@ def epoch_summary(facts: DataFrame) -> DataFrame:
     )
 
 
-def tenures(summary: DataFrame, periods: DataFrame) -> DataFrame:
-    """Per cluster and controller epoch (``epoch_summary``): who, when elected, when ready,
-    when it ended."""
+def all_tenures(summary: DataFrame) -> DataFrame:
+    """Per cluster and controller epoch (``epoch_summary``), over the whole log: who, when
+    elected, when ready, when it ended."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -101,67 +101,125 @@ def tenures(summary: DataFrame, periods: DataFrame) -> DataFrame:
         .when(F.lead("controller_epoch").over(w).isNotNull(), F.lit("superseded"))
         .otherwise(F.lit("active"))
     )
+    return per_epoch.select(
+        "cluster",
+        "controller_epoch",
+        "controller_id",
+        "elected_ts",
+        "ready_ts",
+        "resigned_ts",
+        "first_seen_ts",
+        "last_seen_ts",
+        seconds_between(c("ready_ts"), c("elected_ts")).alias("elected_to_ready_s"),
+        end_reason.alias("end_reason"),
+        "records",
+        F.to_date(start).alias("dt"),
+    )
+
+
+def tenures(summary: DataFrame, periods: DataFrame) -> DataFrame:
+    """``all_tenures`` that overlap the period."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    start = F.coalesce(c("elected_ts"), c("first_seen_ts"))
     return (
-        per_epoch.join(F.broadcast(periods), "cluster")
+        all_tenures(summary)
+        .join(F.broadcast(periods), "cluster")
         .where((start <= c("period_end")) & (c("last_seen_ts") >= c("period_start")))
-        .select(
-            "cluster",
-            "controller_epoch",
-            "controller_id",
-            "elected_ts",
-            "ready_ts",
-            "resigned_ts",
-            "first_seen_ts",
-            "last_seen_ts",
-            seconds_between(c("ready_ts"), c("elected_ts")).alias("elected_to_ready_s"),
-            end_reason.alias("end_reason"),
-            "records",
-            F.to_date(start).alias("dt"),
-        )
+        .drop("period_start", "period_end")
     )
 
 
 DEFAULT_SESSION_TIMEOUT_S = 18.0  # Kafka's zookeeper.session.timeout.ms default
 
 
-def gaps(tenure_rows: DataFrame, session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S
-         ) -> DataFrame:
-    """Between consecutive tenures: from the old controller's end (its resignation, else the
-    estimated crash) to the new one being ready (else elected, else first seen). Negative
-    spans, where the old controller still logged after its successor was ready, count as
-    zero."""
+def gaps(
+    tenure_rows: DataFrame,
+    periods: DataFrame,
+    session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S,
+) -> DataFrame:
+    """The stretches with no working controller, clipped to the period: from the end of one
+    controller that became ready to the next one being ready.
+
+    ``tenure_rows`` is ``all_tenures`` (the whole log, so a failover across the period's
+    start is still seen). Tenures that never became ready (elected, then gone) are inside a
+    gap, not ends of one: ``elections`` counts the elections the gap took. The old
+    controller's end is its resignation, if it came before its successor's election; a
+    crash (no resignation, nothing logged after that election) is taken to be one session
+    timeout before the election, but never before its last record; a controller that went on
+    logging, or resigned, after its successor was elected had lost its session unnoticed
+    (``session_lost``): one session timeout before the election.
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     c = F.col
     w = Window.partitionBy("cluster").orderBy("controller_epoch")
-    prev = tenure_rows.select(
+    elected = F.coalesce(c("elected_ts"), c("first_seen_ts"))
+    t = tenure_rows.select(
+        "*",
+        elected.alias("_elected"),
+        F.lead(elected).over(w).alias("_next_elected"),
+        F.lead("controller_epoch").over(w).isNull().alias("_newest"),
+    )
+    # The chain of working controllers (and the newest one, which may be getting ready).
+    chain = t.where(c("ready_ts").isNotNull() | c("_newest"))
+    prev = chain.select(
         "*",
         F.lag("controller_epoch").over(w).alias("from_epoch"),
         F.lag("controller_id").over(w).alias("from_controller"),
         F.lag("resigned_ts").over(w).alias("_resigned_ts"),
         F.lag("last_seen_ts").over(w).alias("_last_seen_ts"),
+        F.lag("_next_elected").over(w).alias("_succ_elected"),
+    ).where(c("from_epoch").isNotNull())
+    succ = F.coalesce(c("_succ_elected"), c("_elected"))  # the first election after it
+    before_succ = F.timestamp_micros(F.unix_micros(succ) - int(session_timeout_s * 1_000_000))
+    resigned_first = c("_resigned_ts").isNotNull() & (c("_resigned_ts") <= succ)
+    crashed = ~resigned_first & (c("_last_seen_ts") <= succ)
+    gap_start = (
+        F.when(resigned_first, c("_resigned_ts"))
+        .when(crashed, F.greatest(c("_last_seen_ts"), before_succ))
+        .otherwise(before_succ)
     )
-    elected = F.coalesce(c("elected_ts"), c("first_seen_ts"))
-    crash = F.greatest(
-        c("_last_seen_ts"),
-        F.timestamp_micros(F.unix_micros(elected) - int(session_timeout_s * 1_000_000)),
-    )
-    prev = prev.withColumn("gap_start", F.coalesce(c("_resigned_ts"), crash)).withColumn(
-        "resigned", c("_resigned_ts").isNotNull()
+    cause = (
+        F.when(resigned_first, F.lit("resigned"))
+        .when(crashed, F.lit("crashed"))
+        .otherwise(F.lit("session_lost"))
     )
     gap_end = F.coalesce(c("ready_ts"), c("elected_ts"), c("first_seen_ts"))
-    return prev.where(c("from_epoch").isNotNull()).select(
+    raw = prev.select(
         "cluster",
         "from_epoch",
         c("controller_epoch").alias("to_epoch"),
         "from_controller",
         c("controller_id").alias("to_controller"),
-        "gap_start",
-        gap_end.alias("gap_end"),
-        F.greatest(seconds_between(gap_end, c("gap_start")), F.lit(0.0)).alias("gap_s"),
-        F.when(c("resigned"), F.lit("resigned")).otherwise(F.lit("crashed")).alias("cause"),
-        seconds_between(elected, c("_last_seen_ts")).alias("silence_before_election_s"),
+        gap_start.alias("_start"),
+        gap_end.alias("_end"),
+        cause.alias("cause"),
+        (c("controller_epoch") - c("from_epoch")).cast("int").alias("elections"),
+        seconds_between(succ, c("_last_seen_ts")).alias("silence_before_election_s"),
         c("ready_ts").isNull().alias("never_ready"),
-        F.to_date("gap_start").alias("dt"),
+    )
+    clipped_start = F.greatest(c("_start"), c("period_start"))
+    clipped_end = F.least(c("_end"), c("period_end"))
+    return (
+        raw.join(F.broadcast(periods), "cluster")
+        .where((c("_end") >= c("period_start")) & (c("_start") <= c("period_end")))
+        .select(
+            "cluster",
+            "from_epoch",
+            "to_epoch",
+            "from_controller",
+            "to_controller",
+            clipped_start.alias("gap_start"),
+            clipped_end.alias("gap_end"),
+            F.greatest(seconds_between(clipped_end, clipped_start), F.lit(0.0)).alias("gap_s"),
+            "cause",
+            "elections",
+            "silence_before_election_s",
+            "never_ready",
+            (c("_start") < c("period_start")).alias("started_before_period"),
+            F.to_date(clipped_start).alias("dt"),
+        )
     )

@@ -138,8 +138,18 @@ def timeline(records: DataFrame) -> DataFrame:
         carried(c("isr")).alias("_isr_before"),
         carried(c("_pref_hint")).alias("pref_before"),
     )
-    # Most records leave the ISR as it was: compare first, take set differences only then.
-    changed = c("isr").isNotNull() & c("_isr_before").isNotNull() & (c("isr") != c("_isr_before"))
+    # Most records leave the ISR as it was: compare first, take set differences only then. A
+    # partition's creation (after a deletion of a topic of the same name too) changes no ISR.
+    phase_before = F.coalesce(
+        F.shiftright(c("_state_before"), 32).cast("tinyint"), c("_phase_from")
+    )
+    created = is_part & phase_before.isin(NEW, ABSENT)
+    changed = (
+        c("isr").isNotNull()
+        & c("_isr_before").isNotNull()
+        & (c("isr") != c("_isr_before"))
+        & ~F.coalesce(created, F.lit(False))
+    )
     removed = F.array_except(c("_isr_before"), c("isr"))
     added = F.array_except(c("isr"), c("_isr_before"))
     state_before = c("_state_before")
@@ -150,10 +160,7 @@ def timeline(records: DataFrame) -> DataFrame:
         "dup",
         (c("usable") & ~c("dup")).alias("live"),
         F.when(is_part, phase).alias("phase"),
-        F.when(
-            is_part,
-            F.coalesce(F.shiftright(state_before, 32).cast("tinyint"), c("_phase_from")),
-        ).alias("phase_before"),
+        F.when(is_part, phase_before).alias("phase_before"),
         F.when(is_part, state_before.isNull()).alias("first"),
         F.when(is_part, (state_before.bitwiseAND(0xFFFFFFFF) - 1).cast("int")).alias("_lb"),
         F.when(is_part, lead_now).alias("lead_after"),
