@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from controller.zk.server import LOOPBACK
@@ -96,6 +97,12 @@ class _Stack:
         """Brokers first, the last started first (each deregisters after its controlled
         shutdown), then the controller (it resigns). A second Ctrl-C kills the rest."""
         try:
+            if self.children and self.children[0][1].poll() is not None:
+                # No controller to move leaderships: the brokers' controlled shutdowns can
+                # only retry and give up, so let them do that all at once.
+                for _, proc in self.children[1:]:
+                    if proc.poll() is None:
+                        proc.send_signal(signal.SIGTERM)
             for index, (name, proc) in reversed(list(enumerate(self.children))):
                 if proc.poll() is None:
                     # children[0] is the controller; children[1] the last broker to go
@@ -119,14 +126,16 @@ class _Stack:
             proc.wait()
 
 
-def _wait_for_brokers(connect: str, count: int, timeout: float = 60.0) -> bool:
+def _wait_for_brokers(
+    connect: str, count: int, stopping: Callable[[], bool], timeout: float = 60.0
+) -> bool:
     from controller.zk.kazoo_port import KazooPort
 
     port = KazooPort(connect, session_timeout=10)
     port.start()
     try:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not stopping():
             try:
                 if len(port.get_children("/brokers/ids")) >= count:
                     return True
@@ -170,7 +179,9 @@ def run(args: argparse.Namespace) -> int:
                 "broker", "--zookeeper", connect, "--broker-id", str(broker_id),
                 "--listen", listen, "--session-timeout-ms", str(args.session_timeout_ms),
             ])  # fmt: skip
-        if not _wait_for_brokers(connect, args.brokers):
+        if not _wait_for_brokers(connect, args.brokers, lambda: bool(stop["now"])):
+            if stop["now"]:
+                return 0
             print(f"stack: brokers did not register; see {stack.logs}", file=sys.stderr)
             return 1
         if args.topic:
@@ -185,8 +196,14 @@ def run(args: argparse.Namespace) -> int:
             if created.returncode != 0:
                 print(f"stack: could not create the demo topic: {message}", file=sys.stderr)
         _print_guide(args, connect, var_dir, stack)
-        while not stop["now"] and all(p.poll() is None for _, p in stack.children[:1]):
+        controller = stack.children[0][1]
+        while not stop["now"] and controller.poll() is None:
             time.sleep(0.5)
+        if not stop["now"] and controller.returncode is not None:
+            # Not a requested stop: the controller died. Say so, and fail.
+            print(f"stack: controller-0 exited with code {controller.returncode}; see "
+                  f"{stack.logs}", file=sys.stderr)  # fmt: skip
+            return 1
     except KeyboardInterrupt:
         pass
     finally:

@@ -116,6 +116,59 @@ def test_stack_runs_a_cluster_and_ctrl_c_stops_it_in_order(
         socket.create_connection(("127.0.0.1", zk_port), timeout=1).close()
 
 
+def _children(pid: int) -> dict[int, str]:
+    """pid -> command line of ``pid``'s child processes (from /proc)."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == pid:
+                cmdline = (entry / "cmdline").read_bytes()
+                out[int(entry.name)] = cmdline.replace(b"\0", b" ").decode()
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def test_stack_fails_when_its_controller_dies(zk_local_install: Path, tmp_path: Path) -> None:
+    """kill -9 of the stack's controller is not a requested stop: the stack says so, stops
+    the rest and exits 1 (it used to wait and exit 0)."""
+    zk_port, metrics_port, grpc_port = free_ports(3)
+    broker_base = _consecutive_free_ports(1)
+    output = tmp_path / "stack.out"
+    env = {k: v for k, v in os.environ.items() if k != "ZK_CONNECT"}
+    command = [
+        *CLI, "stack", "--zookeeper-port", str(zk_port),
+        "--metrics-listen", f"127.0.0.1:{metrics_port}", "--grpc-listen", f"127.0.0.1:{grpc_port}",
+        "--broker-base-port", str(broker_base), "--brokers", "1", "--topic", "",
+        "--var-dir", str(tmp_path / "var"),
+    ]  # fmt: skip
+    with output.open("wb") as out:
+        stack = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    try:
+        wait_until(
+            lambda: "the cluster is up" in output.read_text(), timeout=120, what="the stack's guide"
+        )
+        children = _children(stack.pid)
+        (controller,) = [pid for pid, cmd in children.items() if " run " in f"{cmd} "]
+        os.kill(controller, signal.SIGKILL)
+        returncode = stack.wait(120)
+    finally:
+        if stack.poll() is None:
+            os.killpg(stack.pid, signal.SIGKILL)
+            stack.wait()
+    text = output.read_text()
+    assert returncode == 1, text[-3000:]
+    assert "stack: controller-0 exited with code -9" in text, text[-3000:]
+    assert text.rstrip().endswith("stack: stopped"), text[-2000:]
+    for pid in children:
+        assert not process_alive(pid), f"pid {pid} still running"
+
+
 def test_run_without_zookeeper_starts_an_embedded_one_in_a_relative_var_dir(
     zk_local_install: Path, tmp_path: Path
 ) -> None:
