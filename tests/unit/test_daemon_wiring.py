@@ -24,6 +24,9 @@ def daemon_with(tmp_path: Path, **settings: str) -> ControllerDaemon:
         "controller.id": "1",
         "zookeeper.connect": "127.0.0.1:1",
         "log.dir": str(tmp_path),
+        # Free ports: the listeners are bound when the daemon is built, and never shared.
+        "grpc.listen": "127.0.0.1:0",
+        "metrics.listen": "127.0.0.1:0",
         **settings,
     }
     return ControllerDaemon(load_config(flags=flags, env={}), configure_logs=False)
