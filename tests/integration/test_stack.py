@@ -18,7 +18,7 @@ import re
 import signal
 import socket
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -63,42 +63,49 @@ def _all_led(connect: str) -> Callable[[], bool]:
     return check
 
 
-def test_stack_runs_a_cluster_and_ctrl_c_stops_it_in_order(
-    zk_local_install: Path, tmp_path: Path
-) -> None:
+@contextlib.contextmanager
+def running_stack(
+    tmp_path: Path, brokers: int, *extra: str
+) -> Iterator[tuple[subprocess.Popen[bytes], Path, int]]:
+    """``zk-controller stack`` in its own foreground group, as in a terminal, once its guide
+    is printed: (process, its output file, its ZooKeeper port). Killed if still running."""
     zk_port, metrics_port, grpc_port = free_ports(3)
-    broker_base = _consecutive_free_ports(BROKERS)
-    var_dir = tmp_path / "var"
     output = tmp_path / "stack.out"
     env = {k: v for k, v in os.environ.items() if k != "ZK_CONNECT"}
     command = [
         *CLI, "stack", "--zookeeper-port", str(zk_port),
         "--metrics-listen", f"127.0.0.1:{metrics_port}", "--grpc-listen", f"127.0.0.1:{grpc_port}",
-        "--broker-base-port", str(broker_base), "--brokers", str(BROKERS),
-        "--partitions", str(PARTITIONS), "--var-dir", str(var_dir),
+        "--broker-base-port", str(_consecutive_free_ports(brokers)), "--brokers", str(brokers),
+        "--var-dir", str(tmp_path / "var"), *extra,
     ]  # fmt: skip
     with output.open("wb") as out:
         stack = subprocess.Popen(
-            command,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,  # its own foreground group, as in a terminal
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
     try:
         wait_until(
             lambda: "the cluster is up" in output.read_text(), timeout=120, what="the stack's guide"
         )
+        yield stack, output, zk_port
+    finally:
+        if stack.poll() is None:
+            os.killpg(stack.pid, signal.SIGKILL)
+            stack.wait()
+
+
+def test_stack_runs_a_cluster_and_ctrl_c_stops_it_in_order(
+    zk_local_install: Path, tmp_path: Path
+) -> None:
+    var_dir = tmp_path / "var"
+    with running_stack(tmp_path, BROKERS, "--partitions", str(PARTITIONS)) as (
+        stack, output, zk_port,
+    ):  # fmt: skip
         wait_until(_all_led(f"127.0.0.1:{zk_port}"), timeout=60, what="demo topic led")
         broker_pids = [int(p) for p in re.findall(r"broker-\d+ \(pid (\d+)\)", output.read_text())]
         assert len(broker_pids) == BROKERS
 
         os.killpg(stack.pid, signal.SIGINT)  # Ctrl-C
         returncode = stack.wait(120)
-    finally:
-        if stack.poll() is None:
-            os.killpg(stack.pid, signal.SIGKILL)
-            stack.wait()
 
     text = output.read_text()
     assert returncode == 0, text[-3000:]
@@ -135,32 +142,11 @@ def _children(pid: int) -> dict[int, str]:
 def test_stack_fails_when_its_controller_dies(zk_local_install: Path, tmp_path: Path) -> None:
     """kill -9 of the stack's controller is not a requested stop: the stack says so, stops
     the rest and exits 1 (it used to wait and exit 0)."""
-    zk_port, metrics_port, grpc_port = free_ports(3)
-    broker_base = _consecutive_free_ports(1)
-    output = tmp_path / "stack.out"
-    env = {k: v for k, v in os.environ.items() if k != "ZK_CONNECT"}
-    command = [
-        *CLI, "stack", "--zookeeper-port", str(zk_port),
-        "--metrics-listen", f"127.0.0.1:{metrics_port}", "--grpc-listen", f"127.0.0.1:{grpc_port}",
-        "--broker-base-port", str(broker_base), "--brokers", "1", "--topic", "",
-        "--var-dir", str(tmp_path / "var"),
-    ]  # fmt: skip
-    with output.open("wb") as out:
-        stack = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    try:
-        wait_until(
-            lambda: "the cluster is up" in output.read_text(), timeout=120, what="the stack's guide"
-        )
+    with running_stack(tmp_path, 1, "--topic", "") as (stack, output, _):
         children = _children(stack.pid)
         (controller,) = [pid for pid, cmd in children.items() if " run " in f"{cmd} "]
         os.kill(controller, signal.SIGKILL)
         returncode = stack.wait(120)
-    finally:
-        if stack.poll() is None:
-            os.killpg(stack.pid, signal.SIGKILL)
-            stack.wait()
     text = output.read_text()
     assert returncode == 1, text[-3000:]
     assert "stack: controller-0 exited with code -9" in text, text[-3000:]
