@@ -158,8 +158,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("leader.imbalance.check.interval.seconds", Kind.INT, 300, kafka=True, dynamic=True,
             min=1, doc="Interval between automatic leader-balance checks."),
     Setting("leader.imbalance.per.broker.percentage", Kind.INT, 10, kafka=True, dynamic=True,
-            min=0, max=100,
-            doc="Rebalance a broker when its share of non-preferred leaders exceeds this."),
+            min=0,
+            doc="Rebalance a broker when its share of non-preferred leaders exceeds this (as "
+                "in Kafka, any value of 100 or more never triggers it)."),
     Setting("unclean.leader.election.enable", Kind.BOOL, False, kafka=True, dynamic=True,
             doc="Cluster default for electing an out-of-sync replica; the brokers' dynamic "
                 "default (/config/brokers/<default>) overrides it, a topic's config both."),

@@ -577,6 +577,13 @@ class ControllerContext:
             self._clean_imbalance(topic)
         self._topics_to_be_deleted.discard(topic)
         self._topics_with_deletion_started.discard(topic)
+        # Kafka leaves these behind; here a topic created again under the same name would
+        # then be held back from deletion (a leftover reassignment entry makes it
+        # "reassigning", a leftover ineligible mark keeps it waiting).
+        self.topics_ineligible_for_deletion.discard(topic)
+        self.partitions_being_reassigned.difference_update(
+            [tp for tp in self.partitions_being_reassigned if tp.topic == topic]
+        )
         self.all_topics.discard(topic)
         topic_id = self.topic_ids.pop(topic, None)
         if topic_id is not None:

@@ -136,12 +136,14 @@ class LeaderElections:
             partitions: set[TopicPartition] = set(event.partitions)
         elif admin:
             # Kafka's null partition list: every partition (the broker resolves it from its
-            # metadata cache, which holds no topic queued for deletion).
+            # metadata cache, which holds no topic queued for deletion and no partition
+            # never elected: one whose replicas were all down at its creation).
             ctx = ctl.context
             partitions = {
                 tp
                 for tp in ctx.all_partitions()
                 if not ctx.is_topic_queued_up_for_deletion(tp.topic)
+                and ctx.partition_leadership_info(tp) is not None
             }
         else:
             requested = self.read_preferred_replica_election()

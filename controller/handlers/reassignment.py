@@ -23,6 +23,7 @@ replicas, persist RS = target, drop the znode entry, tell every broker).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -206,7 +207,8 @@ class PartitionReassignments:
         )
         # The latest request wins over a ZooKeeper request for the same partitions.
         self._maybe_remove_from_zk_reassignment(lambda tp, _: tp in to_reassign)
-        results.update(self._maybe_trigger_partition_reassignment(to_reassign))
+        cancels = {tp for tp, target in event.reassignments.items() if target is None}
+        results.update(self._maybe_trigger_partition_reassignment(to_reassign, cancels))
         event.reply.set_result(results)
 
     def process_list_partition_reassignments(self, event: ListPartitionReassignments) -> None:
@@ -277,12 +279,18 @@ class PartitionReassignments:
                 log.exception("error resuming the reassignment of a partition", partition=str(tp))
 
     def _maybe_trigger_partition_reassignment(
-        self, reassignments: Mapping[TopicPartition, ReplicaAssignment]
+        self,
+        reassignments: Mapping[TopicPartition, ReplicaAssignment],
+        cancels: AbstractSet[TopicPartition] = frozenset(),
     ) -> dict[TopicPartition, ApiError | None]:
+        """Start (or cancel, for ``cancels``) each reassignment. A topic queued for deletion
+        takes no new reassignment; a cancel is allowed (Kafka refuses it too, but here a
+        deletion requested during a reassignment waits for it, so the cancel is the way to
+        let the deletion go ahead)."""
         ctx = self.ctl.context
         results: dict[TopicPartition, ApiError | None] = {}
         for tp in sorted(reassignments):
-            if ctx.is_topic_queued_up_for_deletion(tp.topic):
+            if ctx.is_topic_queued_up_for_deletion(tp.topic) and tp not in cancels:
                 log.info("not reassigning a partition of a topic being deleted", partition=str(tp))
                 results[tp] = ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, PARTITION_DOES_NOT_EXIST)
             elif not ctx.partition_replica_assignment(tp):

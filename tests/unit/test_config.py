@@ -183,7 +183,7 @@ def test_every_problem_is_reported_with_its_source(tmp_path: Path) -> None:
     env = {
         "ZKC_CONTROLLER_ID": "x",
         "ZKC_GRPC_LISTEN": "nohost",
-        "ZKC_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE": "101",
+        "ZKC_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE": "-1",
         "ZKC_TYPO": "1",
     }
     flags = {"metrics.listen": "host:70000", "log.format": "xml"}
@@ -210,7 +210,11 @@ def test_every_problem_is_reported_with_its_source(tmp_path: Path) -> None:
     assert "11 configuration problem(s)" in text
     assert "unknown setting" in text
     assert "below the minimum 1" in text
-    assert "above the maximum 100" in text
+    assert "below the minimum 0" in text
+    # As in Kafka, a percentage of 100 or more is allowed (it never triggers a rebalance).
+    assert load_config(env={"ZKC_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE": "150"},
+                       overrides={"controller.id": 0, "zookeeper.connect": "zk:2181"}
+                       ).leader_imbalance_per_broker_percentage == 150  # fmt: skip
 
 
 def test_missing_required_settings() -> None:

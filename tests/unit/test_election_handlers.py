@@ -78,6 +78,11 @@ def test_partition_without_leadership_info_gets_an_error_not_a_crash(h: Controll
     assert results == {tp("t", 0): 1, tp("t", 1): "PREFERRED_LEADER_NOT_AVAILABLE"}
     unclean = admin_election(h, ElectionType.UNCLEAN, tp("t", 1))
     assert unclean == {tp("t", 1): "ELIGIBLE_LEADERS_NOT_AVAILABLE"}
+    # "All partitions" leaves it out (Kafka resolves "all" from the brokers' metadata cache,
+    # which never held a partition that was never elected), so `elect --all` succeeds.
+    event = ReplicaLeaderElection(election_type=ElectionType.PREFERRED, trigger=ADMIN)
+    h.process(event)
+    assert set(event.reply.result(0)) == {tp("t", 0)}
 
 
 def test_topic_queued_for_deletion_is_refused(h: ControllerHarness) -> None:

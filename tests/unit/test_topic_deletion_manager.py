@@ -550,3 +550,80 @@ def test_malformed_topic_znode_can_still_be_deleted(h: ControllerHarness) -> Non
     request_deletion(h, "broken")
     assert topic_gone(h, "broken")
     assert h.read(paths.topic_path("t")) is not None
+
+
+def _reassign(h: ControllerHarness, targets: dict) -> dict:
+    from controller.core.events import ApiPartitionReassignment
+
+    event = ApiPartitionReassignment(reassignments=targets)
+    h.put(event)
+    h.drain()
+    return event.reply.result(0)
+
+
+def _complete_deletion(h: ControllerHarness) -> None:
+    for r in h.channel.requests(kind=SR):
+        r.respond()
+    h.drain()
+
+
+def test_a_held_deletion_goes_ahead_once_its_reassignment_is_cancelled() -> None:
+    """A deletion requested during a reassignment waits for it (pitfall 27, held on
+    purpose); cancelling the reassignment lets it go ahead (Kafka refuses any reassignment
+    request for a queued topic, which here would leave no way to hurry the deletion)."""
+    h = ControllerHarness(controller_id=5)
+    for b in (1, 2, 3, 4):
+        h.register_broker(b)
+    h.start()
+    h.create_topic("t", {0: [1, 2]}, in_context=False)
+    h.drain()
+    assert _reassign(h, {T0: (3, 4)}) == {T0: None}
+    h.channel.clear()
+    request_deletion(h)
+    assert h.ctx.topics_ineligible_for_deletion == {"t"} and deletes(h) == {}
+    assert _reassign(h, {T0: None}) == {T0: None}  # the cancel is accepted
+    # The cancel deletes the adding replicas (3, 4); the topic's deletion starts on 1 and 2.
+    assert set(deletes(h)) == {1, 2, 3, 4}
+    assert h.ctx.topics_ineligible_for_deletion == set()
+    assert "t" in h.ctx.topics_with_deletion_started
+    _complete_deletion(h)
+    assert topic_gone(h)
+    h.close()
+
+
+def test_a_topic_re_created_after_a_deletion_mid_reassignment_can_be_deleted() -> None:
+    """t-0 completes its reassignment (lifting the hold) and t is deleted while t-1 is
+    still moving: nothing of the old topic may hold back the deletion of a new t."""
+    from controller.core.events import PartitionReassignmentIsrChange
+    from controller.core.model import LeaderAndIsr, LeaderIsrAndControllerEpoch
+
+    h = ControllerHarness(controller_id=5)
+    for b in (1, 2, 3, 4):
+        h.register_broker(b)
+    h.start()
+    h.create_topic("t", {0: [1, 2], 1: [1, 2]}, in_context=False)
+    h.drain()
+    _reassign(h, {T0: (1, 3), T1: (1, 4)})
+    request_deletion(h)
+    current = h.zk_state(T0)
+    assert current is not None
+    lai = current.leader_and_isr
+    h.write_partition_state(
+        T0,
+        LeaderIsrAndControllerEpoch(
+            LeaderAndIsr(lai.leader, lai.leader_epoch, (1, 2, 3)), current.controller_epoch
+        ),
+    )
+    h.put(PartitionReassignmentIsrChange(tp=T0))
+    h.drain()
+    _complete_deletion(h)
+    assert topic_gone(h) and "t" not in h.ctx.all_topics
+    assert h.ctx.partitions_being_reassigned == set()
+    assert h.ctx.topics_ineligible_for_deletion == set()
+    h.create_topic("t", {0: [1, 2], 1: [2, 3]}, in_context=False)
+    h.drain()
+    h.channel.clear()
+    request_deletion(h)
+    assert h.ctx.topics_ineligible_for_deletion == set()
+    assert set(deletes(h)) == {1, 2, 3}
+    h.close()
