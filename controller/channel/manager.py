@@ -137,6 +137,39 @@ class ControllerChannelManager:
             self._tls_opener = ChannelOpener(ClientTls(TlsFiles()))
         return self._tls_opener
 
+    def update_broker(self, broker: Broker, broker_epoch: int) -> None:
+        """A registered broker changed its registration (Kafka's BrokerModifications). Its
+        queued requests are kept: Kafka leaves the channel alone; here the sender follows a
+        new address of the controller's listener, resending the request in flight there."""
+        with self._lock:
+            state = self._brokers.get(broker.id)
+            if state is None:
+                return
+            old = state.broker.endpoint(self.listener_name)
+            new = broker.endpoint(self.listener_name)
+            state.broker, state.broker_epoch = broker, broker_epoch
+            sender = state.sender
+            if new == old or sender is None:
+                retarget = None
+            elif new is None:
+                log.warning(
+                    "broker's new registration has no endpoint for the controller's listener; "
+                    "still sending to its previous one",
+                    broker_id=broker.id,
+                    listener=self.listener_name,
+                )
+                retarget = None
+            else:
+                retarget = (new.address, self._opener_for(broker.id, new))
+        if sender is None and new is not None:
+            # It had no endpoint for our listener (its requests were dropped); it has one now.
+            self.remove_broker(broker.id)
+            self.add_broker(broker, broker_epoch)
+        elif sender is not None and retarget is not None:
+            sender.retarget(*retarget)
+            log.info("broker moved; the controller channel follows it", broker_id=broker.id,
+                     target=retarget[0])  # fmt: skip
+
     def remove_broker(self, broker_id: int) -> None:
         """Stop the broker's sender and discard its queued requests."""
         with self._lock:

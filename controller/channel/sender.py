@@ -194,6 +194,14 @@ class RequestSendThread(threading.Thread):
     def queue_size(self) -> int:
         return self._size
 
+    def retarget(self, target: str, channel_opener: ChannelOpener) -> None:
+        """Send to ``target`` from now on. The queue is kept, and the request in flight (its
+        call fails as the channel closes) is sent again, to the new address."""
+        with self._channel_lock:
+            self.target = target
+            self._opener = channel_opener
+        self._close_channel()
+
     def stop(self, wait: bool = True) -> None:
         """Stop sending: abort the call in flight, drop the queue, and (by default) join."""
         self._stopping.set()

@@ -209,8 +209,6 @@ class BrokerMembership:
         )
         ctx.update_broker_metadata(old, new)
         if new.endpoints != old.endpoints:
-            # The controller's connection follows the new endpoint.
-            epoch = ctx.live_broker_id_and_epochs()[broker_id]
-            ctl.channel.remove_broker(broker_id)
-            ctl.channel.add_broker(new, epoch)
+            # The controller's connection follows a new endpoint, its queue intact.
+            ctl.channel.update_broker(new, ctx.live_broker_id_and_epochs()[broker_id])
         ctl.send_update_metadata_request(ctx.live_or_shutting_down_broker_ids(), ())

@@ -54,6 +54,9 @@ class SimChannel:
         del broker_epoch  # the request carries the epoch; the channel only routes
         self.links.setdefault(broker.id, Link(broker.id))
 
+    def update_broker(self, broker: Broker, broker_epoch: int) -> None:
+        del broker, broker_epoch  # routing is by id: nothing to follow
+
     def remove_broker(self, broker_id: int) -> None:
         self.links.pop(broker_id, None)
 

@@ -186,6 +186,10 @@ class RecordingChannel:
     def add_broker(self, broker: Broker, broker_epoch: int) -> None:
         self.brokers.setdefault(broker.id, (broker, broker_epoch))
 
+    def update_broker(self, broker: Broker, broker_epoch: int) -> None:
+        if broker.id in self.brokers:
+            self.brokers[broker.id] = (broker, broker_epoch)
+
     def remove_broker(self, broker_id: int) -> None:
         self.brokers.pop(broker_id, None)
 

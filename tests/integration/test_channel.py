@@ -293,6 +293,34 @@ def test_remove_broker_aborts_in_flight_and_drops_the_queue(
     assert not any(t.name.startswith("Controller-1-to-broker-1") for t in threading.enumerate())
 
 
+def test_a_broker_that_moves_gets_every_queued_request_at_its_new_address(
+    hosts: list[BrokerHost], channel: ControllerChannelManager, free_port: Callable[[], int]
+) -> None:
+    """BrokerModifications with a new controller endpoint: Kafka keeps the queue (it leaves
+    the channel alone); here the sender follows the broker, the request in flight and the
+    queued ones included, in order (they used to be dropped with the old sender)."""
+    gone = Broker(1, (EndPoint("CONTROLLER", "127.0.0.1", free_port()),))  # nobody listens
+    channel.add_broker(gone, 10)
+    answered: list[object] = []
+    for i in range(3):
+        channel.send(1, lai(f"t{i}"), answered.append)
+    assert wait_until(lambda: channel.queue_size(1) == 2)  # one in flight, failing
+    host = BrokerHost(RecordingBroker())
+    hosts.append(host)
+    channel.update_broker(host.broker(1), 10)
+    assert wait_until(lambda: len(answered) == 3)
+    assert [req.topic_states[0].topic_name for _, req in host.servicer.received] == [
+        "t0", "t1", "t2",
+    ]  # fmt: skip
+    assert channel.target(1) == f"127.0.0.1:{host.port}"
+    # The same address again changes nothing; a registration without our listener keeps
+    # the last address (as Kafka keeps sending to it).
+    channel.update_broker(host.broker(1), 10)
+    channel.update_broker(host.broker(1, listener="OTHER"), 10)
+    channel.send(1, lai("after"), answered.append)
+    assert wait_until(lambda: len(answered) == 4)
+
+
 def test_requests_for_unknown_brokers_are_dropped_with_a_warning(
     hosts: list[BrokerHost], channel: ControllerChannelManager
 ) -> None:
