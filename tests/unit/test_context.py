@@ -519,6 +519,7 @@ def test_remove_topic_keeps_states_like_kafka(ctx: ControllerContext) -> None:
     ctx.queue_topic_deletion({"A"})
     ctx.begin_topic_deletion({"A"})
     ctx.topics_ineligible_for_deletion.add("A")
+    ctx.partitions_being_reassigned.update({TP1, TopicPartition("B", 0)})
 
     ctx.remove_topic("A")
 
@@ -528,12 +529,15 @@ def test_remove_topic_keeps_states_like_kafka(ctx: ControllerContext) -> None:
     assert ctx.partition_leadership_info(TP1) is None
     # Kafka only drops leadership of partitions that had an assignment ...
     assert ctx.partition_leadership_info(TopicPartition("A", 7)) is not None
-    # ... and leaves state-machine states and the ineligible mark to their owners.
+    # ... and leaves state-machine states to their owners.
     assert ctx.partition_state(TP1) is P.OnlinePartition
     assert ctx.replica_state(PartitionAndReplica(TP1, 1)) is R.OnlineReplica
     assert not ctx.is_topic_queued_up_for_deletion("A")
     assert not ctx.is_topic_deletion_in_progress("A")
-    assert "A" in ctx.topics_ineligible_for_deletion
+    # Unlike Kafka, nothing of A may hold back the deletion of a topic created again as A:
+    # its ineligible mark and its reassignment entries go (B's stay).
+    assert "A" not in ctx.topics_ineligible_for_deletion
+    assert ctx.partitions_being_reassigned == {TopicPartition("B", 0)}
     assert ctx.partition_count() == 1
     assert ctx.partition_with_leaders_count() == 1
 
