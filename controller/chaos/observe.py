@@ -244,7 +244,12 @@ class BrokerProbe:
     def describe(self, address: str) -> broker_pb2.DescribeResponse | None:
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = grpc.insecure_channel(address)
+            # A local subchannel pool: a new channel must mean a new connection, not gRPC's
+            # shared subchannel for the address, still in backoff after a failed attempt
+            # (a broker now registers before it serves, so a probe can catch it in between).
+            channel = self._channels[address] = grpc.insecure_channel(
+                address, options=[("grpc.use_local_subchannel_pool", 1)]
+            )
         try:
             response: broker_pb2.DescribeResponse = broker_pb2_grpc.BrokerServiceStub(
                 channel
