@@ -91,7 +91,7 @@ def build(
     churn_daily = keep(churn.partition_churn_daily(facts))
     summary = controller.epoch_summary(facts) if per_epoch is None else per_epoch
     every_tenure = keep(controller.all_tenures(summary))
-    tenure_rows = controller.tenures(summary, periods)
+    tenure_rows = controller.tenures(every_tenure, periods)
     frames: dict[str, DataFrame] = {
         "unavailability_windows": windows,
         "availability_hourly": availability.availability_hourly(ivals, periods),

@@ -117,15 +117,14 @@ def all_tenures(summary: DataFrame) -> DataFrame:
     )
 
 
-def tenures(summary: DataFrame, periods: DataFrame) -> DataFrame:
-    """``all_tenures`` that overlap the period."""
+def tenures(tenure_rows: DataFrame, periods: DataFrame) -> DataFrame:
+    """The tenures of ``tenure_rows`` (``all_tenures``) that overlap the period."""
     from pyspark.sql import functions as F
 
     c = F.col
     start = F.coalesce(c("elected_ts"), c("first_seen_ts"))
     return (
-        all_tenures(summary)
-        .join(F.broadcast(periods), "cluster")
+        tenure_rows.join(F.broadcast(periods), "cluster")
         .where((start <= c("period_end")) & (c("last_seen_ts") >= c("period_start")))
         .drop("period_start", "period_end")
     )
