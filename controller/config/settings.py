@@ -29,6 +29,10 @@ class Kind(enum.Enum):
     LISTENER = "listener name"
 
 
+# Kafka's INT settings (and the int32 ids and timeouts they end up in on the wire and in
+# kazoo's ConnectRequest) stop here; a larger value is refused at load, naming the key.
+INT32_MAX = 2**31 - 1
+
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 _LISTENER_RE = re.compile(r"[A-Za-z0-9._-]+")
@@ -45,7 +49,7 @@ class Setting:
     dynamic: bool = False  # may change on SIGHUP without a restart
     kafka: bool = False  # name and meaning are Kafka's (reference §5.2)
     min: int | None = None
-    max: int | None = None
+    max: int | None = INT32_MAX
     choices: tuple[str, ...] = ()
     default_doc: str | None = None  # how to show a derived default in docs
     secret: bool = False  # never shown: --validate-config prints a mask instead of the value
@@ -191,7 +195,7 @@ SETTINGS: tuple[Setting, ...] = (
             doc="Application log format; auto is console on a terminal, JSON lines otherwise."),
     Setting("state.change.log.file", Kind.PATH, Path("state-change.log"),
             doc="State-change log (JSON lines); a relative path is relative to log.dir."),
-    Setting("state.change.log.max.bytes", Kind.INT, 0, min=0,
+    Setting("state.change.log.max.bytes", Kind.INT, 0, min=0, max=2**63 - 1,
             doc="Rotate the state-change log (to FILE.1, FILE.2, ...) at the end of the event "
                 "that makes it this large; 0 leaves rotation to logrotate and SIGHUP. For "
                 "hosts with no logrotate (containers)."),

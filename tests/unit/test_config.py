@@ -326,7 +326,7 @@ def test_markdown_reference_lists_every_setting() -> None:
         assert row.startswith(f"| `{s.name}` |")
         assert f"`{s.env}`" in row
         assert (f"`{s.flag}`" not in row) if s.secret else (f"`{s.flag}`" in row)
-    assert "| `zookeeper.session.timeout.ms` | int (1..) | `18000` | no | yes |" in text
+    assert "| `zookeeper.session.timeout.ms` | int (1..2147483647) | `18000` | no | yes |" in text
 
 
 @pytest.mark.parametrize(
@@ -366,3 +366,27 @@ def test_secrets_have_no_command_line_flag() -> None:
         parser.parse_args(["--zookeeper-auth-credentials-value", "user:secret"])
     secrets = [s for s in SETTINGS if s.secret]
     assert secrets and all(s.flag not in parser.format_help() for s in secrets)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["controller.id", "zookeeper.session.timeout.ms", "request.timeout.ms",
+     "leader.imbalance.per.broker.percentage"],
+)  # fmt: skip
+def test_kafka_int_settings_stop_at_int32(name: str) -> None:
+    # Kafka's INT settings end up in int32 fields (/controller's brokerid, kazoo's
+    # ConnectRequest): one past the range is refused at load, naming the key.
+    base = {"ZKC_CONTROLLER_ID": "0", "ZKC_ZOOKEEPER_CONNECT": "zk:2181"}
+    env = SETTINGS_BY_NAME[name].env
+    config = load_config(env={**base, env: str(2**31 - 1)})
+    assert getattr(config, SETTINGS_BY_NAME[name].attr) == 2**31 - 1
+    with pytest.raises(ConfigError) as exc:
+        load_config(env={**base, env: str(2**31)})
+    assert problems_of(exc) == {(f"env {env}", name)}
+    assert "above the maximum 2147483647" in str(exc.value)
+
+
+def test_state_change_log_max_bytes_is_not_an_int32() -> None:
+    base = {"controller.id": 0, "zookeeper.connect": "zk:2181"}
+    assert load_config(overrides={**base, "state.change.log.max.bytes": 2**33}
+                       ).state_change_log_max_bytes == 2**33  # fmt: skip
