@@ -67,8 +67,15 @@ class AdminZnodes:
             out.extend(self._list_tree(f"{path}/{child}"))
         return out
 
-    def _delete_all(self, path_list: list[str], epoch_zk_version: int) -> None:
-        """Fenced deletes; a missing node is not an error. Groups by depth to keep order."""
+    def _delete_all(
+        self, path_list: list[str], epoch_zk_version: int, *, strict: bool = True
+    ) -> None:
+        """Fenced deletes; a missing node is not an error. Groups by depth to keep order.
+
+        Not ``strict`` (notifications, as Kafka's ``deleteIsrChangeNotifications``, which
+        checks only the controller epoch): a node that cannot be deleted (a child of its own,
+        no DELETE permission) is logged and left, rather than failing the caller's event
+        (at failover: every election, in a loop)."""
         by_depth: dict[int, list[str]] = {}
         for p in path_list:
             by_depth.setdefault(p.count("/"), []).append(p)
@@ -76,7 +83,10 @@ class AdminZnodes:
             items = {p: [Delete(p)] for p in by_depth[depth]}
             for p, result in self._writer.run(items, epoch_zk_version).items():
                 if isinstance(result, ZkError) and not isinstance(result, NoNodeError):
-                    raise result if result.path else type(result)(str(result), p)
+                    if strict:
+                        raise result if result.path else type(result)(str(result), p)
+                    log.error("could not delete a notification; left in place", path=p,
+                              error=str(result))  # fmt: skip
 
     # -- notifications -------------------------------------------------------------------
 
@@ -100,7 +110,9 @@ class AdminZnodes:
         return out
 
     def delete_isr_change_notifications(self, names: Iterable[str], epoch_zk_version: int) -> None:
-        self._delete_all([f"{paths.ISR_CHANGE_NOTIFICATION}/{n}" for n in names], epoch_zk_version)
+        self._delete_all(
+            [f"{paths.ISR_CHANGE_NOTIFICATION}/{n}" for n in names], epoch_zk_version, strict=False
+        )
 
     def get_all_log_dir_event_notifications(self) -> list[str]:
         return sorted(self.get_children(paths.LOG_DIR_EVENT_NOTIFICATION))
@@ -121,7 +133,9 @@ class AdminZnodes:
         self, names: Iterable[str], epoch_zk_version: int
     ) -> None:
         self._delete_all(
-            [f"{paths.LOG_DIR_EVENT_NOTIFICATION}/{n}" for n in names], epoch_zk_version
+            [f"{paths.LOG_DIR_EVENT_NOTIFICATION}/{n}" for n in names],
+            epoch_zk_version,
+            strict=False,
         )
 
     # -- config change notifications (/config/changes) -----------------------------------
