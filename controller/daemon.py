@@ -140,6 +140,8 @@ class ControllerDaemon:
         self.port = KazooPort(
             config.zookeeper_connect,
             session_timeout=config.zookeeper_session_timeout_ms / 1000,
+            # As Kafka's client: an event never gives up on a session that is still alive.
+            retry_until_expired=True,
             max_in_flight=config.zookeeper_max_in_flight_requests,
             observer=self.metrics,
             **self.zk_security.port_options(),
@@ -286,6 +288,7 @@ class ControllerDaemon:
         if not resigned:
             # The event thread is busy (a long failover) or ZooKeeper does not answer, and
             # /controller is still ours: closing the session now frees it for a standby.
+            self.controller.mark_stopping()
             self._close_session()
         self.controller.shutdown(event_thread_timeout=30.0 if resigned else 5.0)
         self.grpc.stop()

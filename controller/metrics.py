@@ -7,8 +7,10 @@ partition labels (that detail is in the state-change log). Every daemon instance
 The gauges Kafka computes from the controller context (``updateMetrics`` after every event)
 come from an immutable ``ControllerMetricsSnapshot`` that the event thread publishes with
 ``update()``; scrapes only read that reference, never the context or ZooKeeper. As in Kafka,
-they read 0 unless the snapshot says this controller is active; ``active_controller_count``,
-``controller_state`` and ``zk_migration_state`` are reported regardless.
+they read 0 unless the snapshot says this controller is active; ``controller_state`` and
+``zk_migration_state`` are reported regardless. ``active_controller_count`` is read live (Kafka's
+gauge reads ``isActive``), so it is 1 from the election on, also during a long failover whose
+snapshot is published only when the failover event ends.
 
 Beyond Kafka's controller metrics: the channel's per-broker queues (Kafka's
 ``ControllerChannelManager`` group, label ``broker_id``), send latency per broker and request,
@@ -157,21 +159,24 @@ class _ContextGauges(Collector):
         self._owner = owner
 
     def describe(self) -> Iterable[Metric]:
-        return self._families(INACTIVE, ControllerState.Idle, 0)
+        return self._families(INACTIVE, False, ControllerState.Idle, 0)
 
     def collect(self) -> Iterable[Metric]:
         owner = self._owner
-        return self._families(owner.snapshot, owner.read_state(), owner.read_queue_size())
+        snap = owner.snapshot
+        return self._families(
+            snap, owner.read_active(snap), owner.read_state(), owner.read_queue_size()
+        )
 
     @staticmethod
     def _families(
-        snap: ControllerMetricsSnapshot, state: ControllerState, queue_size: int
+        snap: ControllerMetricsSnapshot, active: bool, state: ControllerState, queue_size: int
     ) -> list[Metric]:
         families: list[Metric] = [
             GaugeMetricFamily(
                 PREFIX + "active_controller_count",
                 "1 if this process is the active controller, else 0.",
-                value=1 if snap.active else 0,
+                value=1 if active else 0,
             ),
             GaugeMetricFamily(
                 PREFIX + "controller_state",
@@ -268,6 +273,7 @@ class ControllerMetrics:
         self._state_source = state_source
         self._queue_size_source = queue_size_source
         self._session_state_source = session_state_source
+        self._active_source: Callable[[], bool] | None = None
         self._broker_queues: dict[int, Callable[[], int]] = {}
         self._broker_lock = threading.Lock()
         r = self._registry
@@ -366,6 +372,19 @@ class ControllerMetrics:
 
     def set_state_source(self, source: Callable[[], ControllerState] | None) -> None:
         self._state_source = source
+
+    def set_active_source(self, source: Callable[[], bool] | None) -> None:
+        """Whether this process is the active controller, read at scrape time."""
+        self._active_source = source
+
+    def read_active(self, snapshot: ControllerMetricsSnapshot | None = None) -> bool:
+        if self._active_source is None:
+            return (snapshot or self._snapshot).active
+        try:
+            return bool(self._active_source())
+        except Exception:
+            log.exception("active controller source failed")
+            return (snapshot or self._snapshot).active
 
     def set_queue_size_source(self, source: Callable[[], int] | None) -> None:
         self._queue_size_source = source

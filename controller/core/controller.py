@@ -95,6 +95,7 @@ class Controller:
         self.after_event_hooks: list[Callable[[Controller], None]] = []
         if metrics is not None:
             metrics.set_state_source(lambda: self.events.state)
+            metrics.set_active_source(lambda: self.is_active)
             metrics.set_queue_size_source(self.events.queue_size)
         self._build_components()
 
@@ -158,6 +159,11 @@ class Controller:
         self.events.put(Startup())
         if start_event_thread:
             self.events.start()
+
+    def mark_stopping(self) -> None:
+        """From now on a lost session is our own close, not an expiry (no Expire, no
+        expiration counted); the daemon calls it before closing a session early."""
+        self._shut_down = True
 
     def shutdown(self, event_thread_timeout: float = 30.0) -> None:
         """Stop processing; resign in memory. Does not delete ``/controller`` (see Resign)."""

@@ -177,11 +177,21 @@ class ControllerElection:
                 log.warning("elected but just resigned; another election will follow")
         except Exception as exc:
             log.error("error while electing or becoming controller", error=str(exc), exc_info=True)
-            self.trigger_controller_move()
-            self.ctl.scheduler.startup()
-            self.ctl.scheduler.schedule_once(
-                "reelect", ELECTION_RETRY_BACKOFF_S, lambda: self.ctl.put(Reelect())
-            )
+            try:
+                self.trigger_controller_move()
+            except Exception as move_exc:
+                # /controller may still be ours: resign in memory anyway, so the retry below
+                # takes charge afresh (the resume path) instead of finding us "active".
+                log.error("could not trigger a controller move", error=str(move_exc))
+                if ctl.is_active:
+                    ctl.active_controller_id = -1
+                    with contextlib.suppress(Exception):
+                        self.on_controller_resignation()
+            finally:  # the retry must not depend on ZooKeeper answering the move
+                self.ctl.scheduler.startup()
+                self.ctl.scheduler.schedule_once(
+                    "reelect", ELECTION_RETRY_BACKOFF_S, lambda: self.ctl.put(Reelect())
+                )
 
     def maybe_resign(self) -> None:
         ctl = self.ctl

@@ -5,8 +5,12 @@ Retries, the way Kafka's ``retryRequestsUntilConnected`` does them:
 - The connection is retried forever (``KazooRetry(max_tries=-1, delay=0.1, max_delay=1)``):
   never kazoo's implicit default, which backs off for up to an hour.
 - A call is resent on ``ConnectionLoss`` until ``command_deadline`` seconds pass without a
-  reply (default: the session timeout, after which the session is gone anyway); then it raises
-  ``ConnectionLossError``. Session expiry is never retried (``ignore_expire=False``).
+  reply (default: the session timeout); then it raises ``ConnectionLossError``. The
+  controller's own port sets ``retry_until_expired``: like Kafka's client it then resends for
+  as long as the session lives, because an ensemble without quorum expires no session (its
+  next leader resets every timeout): giving up would abandon an event half done on a session
+  that comes back, with no ``Expire`` to repair it. Such a call still ends when the session is
+  lost or the port is stopped. Session expiry is never retried (``ignore_expire=False``).
 - A call never spans two sessions: if the session was lost since the call began, it raises
   ``SessionExpiredError`` rather than resend on the new session (whose watches and ephemerals
   differ; the controller must resign and re-initialise first).
@@ -31,6 +35,7 @@ pipelines; the calls a recursive delete makes are counted too.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -94,6 +99,10 @@ class _Progress:
     def remaining(self) -> float:
         return self.end - time.monotonic()
 
+    def wait(self) -> float | None:
+        """A timeout for one wait on a reply (None: no limit)."""
+        return None if math.isinf(self.window) else max(self.remaining(), 0.001)
+
 
 class KazooPort(WatchedReads, KazooWrites):
     """``ZkPort`` over one kazoo client, i.e. one ZooKeeper session at a time.
@@ -115,6 +124,7 @@ class KazooPort(WatchedReads, KazooWrites):
         session_timeout: float = 18.0,
         *,
         command_deadline: float | None = None,
+        retry_until_expired: bool = False,
         max_in_flight: int = 64,
         multiread_batch: int = 1000,
         multiread_in_flight: int = 4,
@@ -129,7 +139,12 @@ class KazooPort(WatchedReads, KazooWrites):
             raise ValueError("pipelining limits must be positive")
         self.connect = connect
         self.observer = observer  # settable later: the daemon creates its metrics separately
-        self._deadline = command_deadline if command_deadline is not None else session_timeout
+        # Bounded waits (start's authentication check, re-arming watches) keep a deadline.
+        self._bounded_deadline = (
+            command_deadline if command_deadline is not None else session_timeout
+        )
+        self._deadline = math.inf if retry_until_expired else self._bounded_deadline
+        self._session_id: int | None = None  # kept while SUSPENDED: the session lives on
         self._max_in_flight = max_in_flight
         self._multiread_batch = multiread_batch
         self._multiread_in_flight = multiread_in_flight
@@ -144,7 +159,7 @@ class KazooPort(WatchedReads, KazooWrites):
                 max_tries=-1,
                 delay=0.1,
                 max_delay=1.0,
-                deadline=self._deadline,
+                deadline=None,  # each call's own progress deadline decides (``_Progress``)
                 ignore_expire=False,
             ),
             auth_data=list(auth_data) if auth_data else None,
@@ -199,7 +214,7 @@ class KazooPort(WatchedReads, KazooWrites):
         """kazoo reports CONNECTED before SASL completes, and a failed SASL login closes the
         client for good: one round trip (queued behind the authentication) tells at start."""
         try:
-            self._call(lambda: self._client.exists_async("/"), "/")
+            self._call(lambda: self._client.exists_async("/"), "/", self._bounded_deadline)
         except errors.NoAuthError as exc:
             self.stop()
             raise errors.NoAuthError(_AUTH_REJECTED) from exc
@@ -223,8 +238,12 @@ class KazooPort(WatchedReads, KazooWrites):
 
     @property
     def session_id(self) -> int | None:
+        """The session's id, also while the connection is suspended (the session lives on
+        in the ensemble; kazoo's ``client_id`` is None then); None once it is lost."""
         client_id = self._client.client_id
-        return client_id[0] if client_id else None
+        if client_id:
+            return client_id[0]
+        return self._session_id if self._last_state is SessionState.SUSPENDED else None
 
     @property
     def client_id(self) -> tuple[int, bytes] | None:
@@ -260,9 +279,13 @@ class KazooPort(WatchedReads, KazooWrites):
         # On kazoo's connection thread: must not block.
         ours = _STATES[state]
         previous, self._last_state = self._last_state, ours
+        if ours is SessionState.CONNECTED:
+            client_id = self._client.client_id
+            self._session_id = client_id[0] if client_id else None
         if ours is SessionState.SUSPENDED:
             self._keeper.connection_lost()
         elif ours is SessionState.LOST:
+            self._session_id = None
             self._generation += 1
             self._keeper.session_lost()
         elif previous is SessionState.SUSPENDED:  # back on the same session: restore watches
@@ -284,18 +307,19 @@ class KazooPort(WatchedReads, KazooWrites):
         except (kex.KazooException, RetryFailedError) as exc:
             raise translate(exc, path) from exc
 
-    def _call(self, submit: Callable[[], Any], path: str | None = None) -> Any:
+    def _call(
+        self, submit: Callable[[], Any], path: str | None = None, deadline: float | None = None
+    ) -> Any:
         """Run one request, resending it on connection loss until the deadline."""
         generation = self._generation
-        progress = _Progress(self._deadline)
+        progress = _Progress(self._deadline if deadline is None else deadline)
 
         def attempt() -> Any:
             self._same_session(generation)
-            remaining = progress.remaining()
-            if remaining <= 0:
+            if progress.remaining() <= 0:
                 raise RetryFailedError("no reply from ZooKeeper within the deadline")
             try:
-                return submit().get(timeout=remaining)
+                return submit().get(timeout=progress.wait())
             except self._client.handler.timeout_exception:
                 # Still queued or unanswered: the outcome is unknown, as after a lost reply.
                 raise RetryFailedError("no reply from ZooKeeper within the deadline") from None
@@ -313,6 +337,7 @@ class KazooPort(WatchedReads, KazooWrites):
         submit: Callable[[T], Any],
         window: int,
         item_errors: tuple[type[Exception], ...] = (),
+        deadline: float | None = None,
     ) -> list[Any]:
         """``submit(item)`` for every item with at most ``window`` outstanding.
 
@@ -321,7 +346,7 @@ class KazooPort(WatchedReads, KazooWrites):
         any other failure is raised (as kazoo's exception) at once.
         """
         generation = self._generation
-        progress = _Progress(self._deadline)
+        progress = _Progress(self._deadline if deadline is None else deadline)
         out: list[Any] = [None] * len(items)
         todo = list(range(len(items)))
         delay = 0.1
@@ -353,7 +378,7 @@ class KazooPort(WatchedReads, KazooWrites):
     ) -> None:
         index, pending = entry
         try:
-            out[index] = pending.get(timeout=max(progress.remaining(), 0.001))
+            out[index] = pending.get(timeout=progress.wait())
             progress.advance()
         except item_errors as exc:
             out[index] = exc
@@ -400,7 +425,11 @@ class KazooPort(WatchedReads, KazooWrites):
 
         try:
             results = self._pipeline(
-                entries, submit, self._max_in_flight, item_errors=(kex.NoNodeError,)
+                entries,
+                submit,
+                self._max_in_flight,
+                item_errors=(kex.NoNodeError,),
+                deadline=self._bounded_deadline,  # a later reconnect starts another re-arm
             )
         except Exception as exc:  # dropped again (the next reconnect retries) or session lost
             log.warning("could not re-arm watches after reconnect", error=repr(exc))

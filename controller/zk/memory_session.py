@@ -63,13 +63,16 @@ class MemoryZkSession:
 
     @property
     def session_id(self) -> int | None:
-        """The session id while connected, else None (as kazoo's ``client_id``)."""
+        """The session id while the session lives, also while disconnected (as
+        ``KazooPort.session_id``); None once it is lost or closed."""
         with self._zk._lock:
-            return self._sid if self._connected else None
+            return self._sid
 
     @property
     def client_id(self) -> tuple[int, bytes] | None:
-        sid = self.session_id
+        """While connected (as kazoo's ``client_id``)."""
+        with self._zk._lock:
+            sid = self._sid if self._connected else None
         return None if sid is None else (sid, sid.to_bytes(16, "big"))
 
     @property

@@ -24,6 +24,7 @@ from controller.core.model import (
 )
 from controller.core.partition_state_machine import PartitionStateMachine
 from controller.core.replica_state_machine import ReplicaStateMachine
+from controller.metrics import ControllerMetrics
 from controller.state_change_log import StateChangeLog
 from controller.zk import codecs, paths
 from controller.zk.errors import NoNodeError
@@ -65,6 +66,7 @@ class ControllerHarness:
         flags: Mapping[str, str] | None = None,
         zk: MemoryZooKeeper | None = None,
         chroot: str = "",
+        metrics: ControllerMetrics | None = None,
     ) -> None:
         self.zk = zk or MemoryZooKeeper()
         self.chroot = chroot
@@ -86,6 +88,7 @@ class ControllerHarness:
             self.port,  # type: ignore[arg-type]  # structurally a ZkPort
             self.channel,  # type: ignore[arg-type]  # structurally a ControllerChannelManager
             state_change_log=self.state_change_log,
+            metrics=metrics,
         )
         self.broker_sessions: dict[int, MemoryZkSession] = {}
         self.batch_events: list[ControllerEvent] = []

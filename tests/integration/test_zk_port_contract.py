@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -726,6 +727,67 @@ def test_unreachable_server_raises_connection_loss_at_the_deadline(zk_standalone
     _eventually(lambda: port.get("/x")[0] == b"1")
     assert port.session_id == session  # a connection hiccup is not a new session
     port.stop()
+
+
+@pytest.mark.zookeeper
+def test_retry_until_expired_outlasts_the_deadline_while_the_session_lives(
+    zk_standalone: Any,
+) -> None:
+    # The controller's port (Kafka's retryRequestsUntilConnected): a call waits out an outage
+    # longer than any deadline as long as the session survives it, and the session's id is
+    # still known while the connection is down (the controller compares it with /controller's
+    # owner).
+    port = KazooPort(
+        zk_standalone.hosts, session_timeout=20.0, command_deadline=1.0, retry_until_expired=True
+    )
+    states = Events()
+    port.add_session_listener(states)
+    port.start()
+    assert states.next() is SessionState.CONNECTED
+    session = port.session_id
+    assert session is not None
+    port.create("/y", b"1")
+    pid = zk_standalone.pid
+    assert pid is not None
+    result: list[Any] = []
+    zk_standalone.freeze()
+    _wait_stopped(pid)
+    try:
+        reader = threading.Thread(target=lambda: result.append(port.get("/y")[0]), daemon=True)
+        started = time.monotonic()
+        reader.start()
+        # kazoo's ping times out after 2/3 of the session timeout (~13 s); the session lives.
+        assert states.next(timeout=18.0) is SessionState.SUSPENDED
+        assert port.session_id == session
+        assert reader.is_alive() and result == []  # a bounded port gave up after 1 s
+    finally:
+        zk_standalone.thaw()
+    reader.join(WAIT)
+    assert result == [b"1"] and time.monotonic() - started > 5.0
+    assert port.session_id == session
+
+    # Stopping the port ends a call that is waiting for the connection.
+    zk_standalone.freeze()
+    _wait_stopped(pid)
+    failed: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            port.get("/y")
+        except BaseException as exc:
+            failed.append(exc)
+
+    try:
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        time.sleep(2.0)  # blocked past the deadline
+        assert reader.is_alive()
+        port.stop()
+        reader.join(5.0)
+        assert not reader.is_alive()
+        assert len(failed) == 1 and isinstance(failed[0], SessionExpiredError)
+    finally:
+        zk_standalone.thaw()
 
 
 def _wait_stopped(pid: int, timeout: float = WAIT) -> None:

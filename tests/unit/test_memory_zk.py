@@ -239,7 +239,8 @@ def test_watches_survive_a_disconnect(zk: MemoryZooKeeper) -> None:
     s.get_children("/kidsgone", watch=kidsgone)
 
     zk.disconnect(s)
-    assert states.items == [SessionState.SUSPENDED] and s.session_id is None
+    assert states.items == [SessionState.SUSPENDED]
+    assert s.session_id == sid and s.client_id is None  # the session lives on
     with pytest.raises(ConnectionLossError):
         s.get("/e")
     other.set("/e", b"1")

@@ -1,0 +1,62 @@
+"""The controller's live metrics against a real Controller on the in-memory ZooKeeper."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.core.events import Expire
+from controller.handlers.failover import ControllerElection
+from controller.metrics import ControllerMetrics
+from controller.zk.port import SessionState
+from tests.harness import ControllerHarness
+
+P = "kafka_controller_"
+
+
+def gauge(metrics: ControllerMetrics, name: str) -> float:
+    for family in metrics.registry.collect():
+        for sample in family.samples:
+            if sample.name == P + name:
+                return sample.value
+    raise AssertionError(f"no sample {name}")
+
+
+def test_active_controller_count_is_1_during_the_failover(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Kafka's ActiveControllerCount reads isActive: 1 from the election on, while the
+    # failover (minutes on a big cluster) is still running, not only after it.
+    metrics = ControllerMetrics(controller_id=1)
+    h = ControllerHarness(controller_id=1, metrics=metrics)
+    h.register_broker(1)
+    h.create_topic("t", {0: [1]})
+    during: list[float] = []
+    failover = ControllerElection.on_controller_failover
+
+    def scraped(self: ControllerElection) -> None:
+        during.append(gauge(metrics, "active_controller_count"))
+        # The context gauges wait for the failover's snapshot, as Kafka's updateMetrics.
+        during.append(gauge(metrics, "global_partition_count"))
+        failover(self)
+
+    monkeypatch.setattr(ControllerElection, "on_controller_failover", scraped)
+    assert gauge(metrics, "active_controller_count") == 0
+    h.start()
+    assert during == [1, 0]
+    assert gauge(metrics, "active_controller_count") == 1
+    assert gauge(metrics, "global_partition_count") == 1
+
+
+def test_a_session_closed_while_stopping_is_no_expiry() -> None:
+    metrics = ControllerMetrics(controller_id=1)
+    h = ControllerHarness(controller_id=1, metrics=metrics)
+    h.register_broker(1)
+    h.start()
+    h.controller._on_session_state(SessionState.LOST)  # a real expiry is counted
+    assert gauge(metrics, "zookeeper_session_expirations_total") == 1
+    assert any(isinstance(e, Expire) for e in h.pending_events())
+    h.drain()
+    h.controller.mark_stopping()  # the daemon closes the session itself from here on
+    h.controller._on_session_state(SessionState.LOST)
+    assert gauge(metrics, "zookeeper_session_expirations_total") == 1
+    assert h.pending_events() == []

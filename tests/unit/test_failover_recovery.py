@@ -1,0 +1,99 @@
+"""The controller recovers from ZooKeeper trouble in and around its failover (in-memory
+ZooKeeper with injected faults): nothing leaves it holding /controller without being in charge,
+and nothing makes it give up being in charge while its session lives."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from controller.core.events import Reelect
+from controller.core.model import TopicPartition
+from controller.handlers import failover
+from controller.zk import codecs, paths
+from controller.zk.errors import ConnectionLossError
+from tests.harness import ControllerHarness
+
+
+def _wait_for_reelect(h: ControllerHarness, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(isinstance(e, Reelect) for e in h.pending_events()):
+        assert time.monotonic() < deadline, "no re-election was scheduled"
+        time.sleep(0.01)
+
+
+def test_a_failover_whose_controller_move_also_fails_is_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The failover fails, and so does triggerControllerMove's read of /controller: the
+    # controller must still resign in memory and retry, not stay "active" with an empty
+    # context while holding /controller (no standby could ever take over).
+    monkeypatch.setattr(failover, "ELECTION_RETRY_BACKOFF_S", 0.05)
+    h = ControllerHarness(controller_id=1)
+    h.register_broker(1)
+    h.register_broker(2)
+    h.create_topic("t", {0: [1, 2]}, in_context=False)
+    loss = ConnectionLossError("no reply")
+    h.port.before(
+        "get_children",
+        lambda: h.port.fail("get", loss, when=lambda path, *a: path == paths.CONTROLLER),
+        when=lambda path, *a: path == paths.BROKERS_TOPICS,
+    )
+    h.port.fail("get_children", loss, when=lambda path, *a: path == paths.BROKERS_TOPICS)
+    h.start()
+    _wait_for_reelect(h)
+    h.drain()
+    assert h.controller.is_active and h.ctx.epoch == 1  # resumed at the epoch it won
+    assert h.ctx.all_topics == {"t"}
+    state = h.zk_state(TopicPartition("t", 0))
+    assert state is not None and state.leader_and_isr.leader == 1
+
+
+def test_a_suspended_connection_does_not_make_our_controller_node_foreign() -> None:
+    # /controller's owner is compared with our session id; the session lives on while the
+    # connection is down, so a drop right after reading the owner must not read as "another
+    # session holds /controller" (the controller resigned in memory while its node stayed).
+    h = ControllerHarness(controller_id=1)
+    h.register_broker(1)
+    h.start()
+    gateway = h.controller.gateway
+    read_owner = gateway.get_controller_owner_session
+
+    def owner_then_drop() -> int | None:
+        owner = read_owner()
+        h.zk.disconnect(h.port.inner)
+        return owner
+
+    gateway.get_controller_owner_session = owner_then_drop  # type: ignore[method-assign]
+    try:
+        h.controller.election.maybe_resign()
+    finally:
+        gateway.get_controller_owner_session = read_owner  # type: ignore[method-assign]
+        h.zk.reconnect(h.port.inner)
+    h.drain()
+    assert h.controller.is_active and h.ctx.epoch == 1
+    h.register_broker(2)
+    h.drain()
+    assert h.ctx.live_broker_ids() == {1, 2}
+
+
+@pytest.mark.parametrize(
+    "parent", [paths.ISR_CHANGE_NOTIFICATION, paths.LOG_DIR_EVENT_NOTIFICATION]
+)
+def test_a_notification_that_cannot_be_deleted_does_not_stop_the_failover(parent: str) -> None:
+    # Kafka deletes pending notifications at failover without checking the results (only the
+    # controller epoch): a node with a child of its own (or no DELETE permission) stays.
+    h = ControllerHarness(controller_id=5)
+    h.register_broker(1)
+    h.register_broker(2)
+    h.create_topic("t", {0: [1, 2]}, in_context=False)
+    h.admin.ensure_path(parent)
+    node = parent + "/notification_0000000000"
+    h.admin.create(node, b"{}")
+    h.admin.create(node + "/child", b"")
+    h.start()
+    assert h.controller.is_active
+    assert codecs.decode_controller_epoch(h.read(paths.CONTROLLER_EPOCH) or b"") == 1
+    assert h.zk_state(TopicPartition("t", 0)) is not None
+    assert h.read(node) == b"{}"
