@@ -108,11 +108,17 @@ class PartitionReassignments:
         ctl.election.add_failover_hook(self.initialize_partition_reassignments)
         # State znodes we watch for reassigning partitions (legacy ISR writes by leaders).
         self._isr_watches: set[str] = set()
+        # czxid of the /admin/reassign_partitions node processed last: one node is processed
+        # once (edits are ignored, as in Kafka), however many triggers (our re-arm after
+        # deleting it, its deletion watch) find it.
+        self._processed_czxid: int | None = None
         ctl.after_event_hooks.append(self._drop_watches_when_inactive)
 
     def handlers(self) -> dict[type, Any]:
         return {
-            ZkPartitionReassignment: lambda e: self.process_zk_partition_reassignment(),
+            ZkPartitionReassignment: lambda e: self.process_zk_partition_reassignment(
+                only_new=True
+            ),
             ApiPartitionReassignment: self.process_api_partition_reassignment,
             ListPartitionReassignments: self.process_list_partition_reassignments,
             PartitionReassignmentIsrChange: self.process_isr_change,
@@ -131,15 +137,18 @@ class PartitionReassignments:
             on_deletion=lambda: put(ZkPartitionReassignment()),
         )
 
-    def process_zk_partition_reassignment(self) -> set[TopicPartition]:
-        """The reassignments in ``/admin/reassign_partitions``; returns those started."""
+    def process_zk_partition_reassignment(self, *, only_new: bool = False) -> set[TopicPartition]:
+        """The reassignments in ``/admin/reassign_partitions``; returns those started.
+        ``only_new``: not if this node was processed already (failover processes it anyway)."""
         ctl = self.ctl
         if not ctl.is_active:
             return set()
-        if not ctl.gateway.register_change_handler_and_check_existence(
-            self._reassign_znode_handler()
-        ):
+        stat = ctl.gateway.register_change_handler_and_stat(self._reassign_znode_handler())
+        if stat is None:
             return set()
+        if only_new and stat.czxid == self._processed_czxid:
+            return set()
+        self._processed_czxid = stat.czxid
         ctx = ctl.context
         # Malformed as a whole reads as empty (logged by the gateway, naming the problem); a
         # partition's invalid entry fails that partition only, and is removed with the failures.
@@ -586,6 +595,9 @@ class PartitionReassignments:
                 raise StateChangeFailedError(
                     f"could not update {paths.REASSIGN_PARTITIONS}: {exc}"
                 ) from exc
+            # Our write fired (and so used up) the node's watch: arm it again, or a deletion
+            # and a new request would go unseen until the next failover.
+            gateway.register_change_handler_and_check_existence(self._reassign_znode_handler())
 
     # -- the legacy ISR watch ------------------------------------------------------------
 

@@ -44,7 +44,16 @@ from controller.zk.errors import (
 from controller.zk.fenced import FencedWriter
 from controller.zk.gateway_admin import AdminZnodes
 from controller.zk.gateway_cluster import ClusterZnodes
-from controller.zk.port import Create, Delete, Op, OpResult, ReadResult, SetData, ZkPort
+from controller.zk.port import (
+    Create,
+    Delete,
+    Op,
+    OpResult,
+    ReadResult,
+    SetData,
+    ZkPort,
+    ZnodeStat,
+)
 from controller.zk.watches import (
     ChildrenDataChangeHandler,
     WatchRegistry,
@@ -97,8 +106,12 @@ class ZkGateway(AdminZnodes, ClusterZnodes):
 
     def register_change_handler_and_check_existence(self, handler: ZNodeChangeHandler) -> bool:
         """Register, then ``exists`` (which arms the watch even on a missing node)."""
+        return self.register_change_handler_and_stat(handler) is not None
+
+    def register_change_handler_and_stat(self, handler: ZNodeChangeHandler) -> ZnodeStat | None:
+        """``register_change_handler_and_check_existence``, giving the node's stat."""
         self.watches.register_change(handler)
-        return self.port.exists(handler.path, self.watches.data_watcher(handler.path)) is not None
+        return self.port.exists(handler.path, self.watches.data_watcher(handler.path))
 
     # -- generic reads -------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from controller.core.events import (
     Expire,
     ListPartitionReassignments,
     NotControllerError,
+    ZkPartitionReassignment,
 )
 from controller.core.model import (
     LeaderIsrAndControllerEpoch,
@@ -400,3 +401,56 @@ def test_a_request_queued_when_the_controller_resigns_is_answered_not_controller
     h.drain()
     assert not h.controller.is_active
     assert h.read(paths.topic_path("t")) == before
+
+
+def _six_brokers_t_and_u() -> ControllerHarness:
+    h = ControllerHarness(controller_id=9)
+    for b in (1, 2, 3, 4, 5, 6):
+        h.register_broker(b)
+    h.start()
+    h.create_topic("t", {0: [1, 2, 3]}, in_context=False)
+    h.create_topic("u", {0: [1]}, in_context=False)
+    h.drain()
+    return h
+
+
+def test_a_request_created_right_after_the_controller_deletes_the_znode_runs_once() -> None:
+    # Deleting the znode queues our re-arm and fires its deletion watch: two triggers. A
+    # request created before they run must still be started once (one leader-epoch bump, one
+    # LeaderAndIsr per adding replica), not twice.
+    h = _six_brokers_t_and_u()
+    u0 = TopicPartition("u", 0)
+    before = h.zk_state(T0)
+    assert before is not None
+    h.admin.create(paths.REASSIGN_PARTITIONS, codecs.encode_reassignment({u0: (1,)}))
+    queued = h.controller.events.poll()
+    assert queued is not None
+    queued.process(h.controller)  # a no-op request: completes at once, the znode is deleted
+    assert h.read(paths.REASSIGN_PARTITIONS) is None
+    assert [type(e) for e in h.pending_events()].count(ZkPartitionReassignment) == 2
+    h.admin.create(paths.REASSIGN_PARTITIONS, codecs.encode_reassignment({T0: (4, 5, 6)}))
+    h.channel.clear()
+    h.drain()
+    after = h.zk_state(T0)
+    assert after is not None
+    assert after.leader_and_isr.leader_epoch == before.leader_and_isr.leader_epoch + 1
+    assert len(h.channel.requests(4, LAI)) == 2  # A1's, then A2's NewReplica
+
+
+def test_after_the_controller_rewrites_the_znode_a_new_request_is_still_seen() -> None:
+    # A failed entry is removed by rewriting the znode, which fires (and uses up) its watch;
+    # an operator then deletes the node by hand and submits a new request.
+    h = _six_brokers_t_and_u()
+    u0, zz0 = TopicPartition("u", 0), TopicPartition("zz", 0)
+    h.admin.create(
+        paths.REASSIGN_PARTITIONS, codecs.encode_reassignment({T0: (4, 5, 6), zz0: (1,)})
+    )
+    h.drain()
+    assert codecs.decode_reassignment(h.read(paths.REASSIGN_PARTITIONS) or b"") == {
+        T0: (4, 5, 6)
+    }
+    h.admin.delete(paths.REASSIGN_PARTITIONS)
+    h.drain()
+    h.admin.create(paths.REASSIGN_PARTITIONS, codecs.encode_reassignment({u0: (2,)}))
+    h.drain()
+    assert h.ctx.partition_full_replica_assignment(u0).target_replicas == (2,)
