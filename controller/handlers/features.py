@@ -28,7 +28,12 @@ from controller.core.features import (
     partition_on_feature_compatibility,
 )
 from controller.zk import codecs, paths
-from controller.zk.errors import MalformedZnodeError, ZkError
+from controller.zk.errors import (
+    BadVersionError,
+    MalformedZnodeError,
+    NodeExistsError,
+    ZkError,
+)
 from controller.zk.gateway_cluster import ABSENT
 
 if TYPE_CHECKING:
@@ -91,7 +96,17 @@ class FeatureVersioning:
             if node == existing:
                 self.finalized, self.epoch = node.levels(), version
                 return
-        self.epoch = gateway.write_feature_znode(node, version, self.ctl.context.epoch_zk_version)
+        try:
+            self.epoch = gateway.write_feature_znode(
+                node, version, self.ctl.context.epoch_zk_version
+            )
+        except (BadVersionError, NodeExistsError):
+            # Our write resent after a lost reply meets its own first attempt (Kafka's write
+            # is unconditional, so its resend succeeds): take /feature if it is what we wrote.
+            again = gateway.get_feature_znode()
+            if again is None or again[0] != node:
+                raise
+            self.epoch = again[1]
         self.finalized = node.levels()
         log.info(
             "feature versioning enabled",

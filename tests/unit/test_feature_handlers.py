@@ -94,6 +94,41 @@ def test_a_version_1_znode_is_rewritten_in_version_2_keeping_its_levels(
     )
 
 
+@pytest.mark.parametrize("existing", [FeatureZNode(1, FEATURE_STATUS_ENABLED, {}), None])
+def test_a_failover_write_whose_reply_was_lost_is_taken_as_done(
+    h: ControllerHarness, existing: FeatureZNode | None
+) -> None:
+    """Failover rewrites a version-1 /feature (or creates it); the write committed, its
+    reply was lost and the resend met it (BADVERSION, NODEEXISTS): the failover goes on, at
+    the epoch it won (before: it failed and a second election followed)."""
+    if existing is not None:
+        write_feature(h, existing)
+    h.port.before(
+        "multi_many",
+        lambda: write_feature(h, FeatureZNode(2, FEATURE_STATUS_ENABLED, {})),
+        when=lambda txns: any(getattr(op, "path", "") == paths.FEATURE for t in txns for op in t),
+    )
+    h.start()
+    assert h.controller.is_active and h.ctx.epoch == 1
+    assert feature_znode(h)[0] == {"version": 2, "status": 1, "features": {}}
+    assert h.controller.features.finalized == {}
+
+
+def test_a_failover_write_beaten_by_other_content_still_fails(h: ControllerHarness) -> None:
+    write_feature(h, FeatureZNode(1, FEATURE_STATUS_ENABLED, {}))
+    other = FeatureZNode(2, FEATURE_STATUS_ENABLED, {"f": (2, 2)})
+    h.port.before(
+        "multi_many",
+        lambda: write_feature(h, other),
+        when=lambda txns: any(getattr(op, "path", "") == paths.FEATURE for t in txns for op in t),
+        times=1,
+    )
+    h.start()
+    # The failover failed (not our content) and the next election, at epoch 2, keeps theirs.
+    assert h.controller.is_active and h.ctx.epoch == 2
+    assert h.controller.features.finalized == {"f": 2}
+
+
 def test_a_malformed_feature_znode_is_left_alone_and_checks_no_broker(h: ControllerHarness) -> None:
     h.admin.create(paths.FEATURE, b'{"version":2,"status":7,"features":{}}', makepath=True)
     h.register_broker(1, features=OLD)
