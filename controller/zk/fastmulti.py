@@ -20,7 +20,7 @@ jute layouts of ``MultiHeader``, ``Create``, ``Delete``, ``SetData`` and ``Check
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kazoo.protocol.serialization import Transaction
@@ -76,9 +76,15 @@ def _acl(acl: Sequence[Any]) -> bytes:
     return b"".join(out)
 
 
-def encode(ops: Sequence[Op], chroot: str, default_acl: Sequence[Any] | None) -> bytes | None:
+def encode(
+    ops: Sequence[Op],
+    chroot: str,
+    default_acl: Sequence[Any] | None,
+    acl_for: Callable[[str], Sequence[Any]] | None = None,
+) -> bytes | None:
     """The jute body of a multi of ``ops`` (paths relative to ``chroot``), or None when one of
-    them needs kazoo's path handling."""
+    them needs kazoo's path handling. Creates get ``acl_for(path)`` when given, else
+    ``default_acl``; a create's data None is ZooKeeper's null (as Kafka's null-data znodes)."""
     out: list[bytes] = []
     append = out.append
     acl_bytes: bytes | None = None
@@ -102,13 +108,23 @@ def encode(ops: Sequence[Op], chroot: str, default_acl: Sequence[Any] | None) ->
         elif kind is Delete:
             append(_DELETE + server_path + pack(op.version))  # type: ignore[union-attr]
         elif kind is Create:
-            if acl_bytes is None:
-                acl_bytes = _acl(default_acl or OPEN_ACL_UNSAFE)
             if op.sequential:  # type: ignore[union-attr]
                 return None  # kazoo keeps a trailing slash for sequential names
-            data = op.data or b""  # type: ignore[union-attr]
+            if acl_for is not None:
+                acl = _acl(acl_for(path))
+            else:
+                if acl_bytes is None:
+                    acl_bytes = _acl(default_acl or OPEN_ACL_UNSAFE)
+                acl = acl_bytes
+            data = op.data  # type: ignore[union-attr]
             flags = 1 if op.ephemeral else 0  # type: ignore[union-attr]
-            append(_CREATE + server_path + pack(len(data)) + data + acl_bytes + pack(flags))
+            append(
+                _CREATE
+                + server_path
+                + (_NO_DATA if data is None else pack(len(data)) + data)
+                + acl
+                + pack(flags)
+            )
         else:
             return None
     append(_END)

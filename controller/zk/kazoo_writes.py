@@ -58,11 +58,9 @@ class KazooWrites:
     def _commit_async(self, ops: Sequence[Op]) -> Any:
         """Submit a multi: serialized in one go (``fastmulti``) unless an op needs kazoo's path
         handling."""
-        if self._acl_provider is not None and any(isinstance(op, Create) for op in ops):
-            # Per-path ACLs (zookeeper.set.acl): fastmulti only knows the client's default
-            # ACL, so creates under an ACL policy go through kazoo's transaction.
-            return self._transaction(ops).commit_async()
-        payload = fastmulti.encode(ops, self._chroot, self._client.default_acl)
+        payload = fastmulti.encode(
+            ops, self._chroot, self._client.default_acl, acl_for=self._acl_provider
+        )
         if payload is None:
             return self._transaction(ops).commit_async()
         return fastmulti.submit(self._client, payload)
@@ -98,21 +96,22 @@ class KazooWrites:
         sequential: bool = False,
         makepath: bool = False,
     ) -> str:
-        if self._acl_provider is not None and makepath:
-            # kazoo's makepath gives the parents the leaf's ACL; Kafka gives each its own.
+        """``data`` None is ZooKeeper's null, as Kafka writes its data-less znodes."""
+        if makepath:
+            # Not kazoo's makepath: it gives the parents the leaf's ACL and empty data; Kafka
+            # gives each its own ACL and null.
             try:
                 return self.create(path, data, ephemeral=ephemeral, sequential=sequential)
             except errors.NoNodeError:
-                self._ensure_path_with_acls(path.rsplit("/", 1)[0])
+                self._ensure_path(path.rsplit("/", 1)[0])
                 return self.create(path, data, ephemeral=ephemeral, sequential=sequential)
         created: str = self._call(
             lambda: self._client.create_async(
                 path,
-                data or b"",
+                data,
                 acl=self._acl(path),
                 ephemeral=ephemeral,
                 sequence=sequential,
-                makepath=makepath,
             ),
             path,
         )
@@ -122,13 +121,14 @@ class KazooWrites:
         """The ACL to create ``path`` with; None: kazoo's default."""
         return None if self._acl_provider is None else list(self._acl_provider(path))
 
-    def _ensure_path_with_acls(self, path: str) -> None:
-        """kazoo's ensure_path, but every missing level gets its own ACL from the provider."""
+    def _ensure_path(self, path: str) -> None:
+        """Kafka's ``createRecursive`` with null data: every missing level is created with
+        null data and its own ACL from the provider (kazoo's ensure_path writes empty data)."""
         if not path or path == "/" or self.exists(path) is not None:
             return
-        self._ensure_path_with_acls(path.rsplit("/", 1)[0])
+        self._ensure_path(path.rsplit("/", 1)[0])
         with contextlib.suppress(errors.NodeExistsError):  # created meanwhile by another
-            self._call(lambda: self._client.create_async(path, b"", acl=self._acl(path)), path)
+            self._call(lambda: self._client.create_async(path, None, acl=self._acl(path)), path)
 
     @observed("set")
     def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
@@ -182,7 +182,4 @@ class KazooWrites:
 
     @observed("ensure_path")
     def ensure_path(self, path: str) -> None:
-        if self._acl_provider is not None:
-            self._ensure_path_with_acls(path)
-            return
-        self._call(lambda: self._client.ensure_path_async(path), path)
+        self._ensure_path(path)

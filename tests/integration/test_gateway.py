@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
+from kazoo.client import KazooClient
 
 from controller.core.model import (
     EndPoint,
@@ -35,6 +36,7 @@ from controller.zk.errors import (
 )
 from controller.zk.fenced import DEFAULT_OPS_PER_MULTI
 from controller.zk.gateway import ZkGateway
+from controller.zk.kazoo_port import KazooPort
 from controller.zk.port import Check, ZkPort
 from controller.zk.watches import (
     ChildrenDataChangeHandler,
@@ -696,3 +698,33 @@ def test_malformed_znodes_are_reported_per_item(gw: ZkGateway, port: ZkPort) -> 
     assert gw.get_partitions_from_isr_change_notifications(isr_names) == {TP10}
     log_dir_names = gw.get_all_log_dir_event_notifications()
     assert gw.get_broker_ids_from_log_dir_events(log_dir_names) == [4]
+
+
+@pytest.mark.zookeeper
+def test_data_less_znodes_are_null_as_kafka_writes_them(zk_connect: str) -> None:
+    # Kafka creates its persistent paths, parents, partition nodes and deletion markers with
+    # null data (createRecursive(path, null)); a Kafka reader tells null (None: "no producer
+    # id block yet") from empty data (a parse error). Read with a plain kazoo client.
+    port = KazooPort(zk_connect, 10.0)
+    port.start()
+    raw = KazooClient(hosts=zk_connect)
+    raw.start()
+    try:
+        gw = ZkGateway(port)
+        gw.ensure_persistent_paths()
+        for path in paths.PERSISTENT_PATHS:
+            assert raw.get(path)[0] is None, path
+        port.create(paths.CONTROLLER_EPOCH, codecs.encode_controller_epoch(CONTROLLER_EPOCH))
+        create_topic(port, "topic1", 1)
+        assert gw.create_topic_partition_states({TP10: state(0)}, EV) == {TP10: None}
+        assert raw.get(paths.topic_partitions_path("topic1"))[0] is None
+        assert raw.get(paths.partition_path("topic1", 0))[0] is None
+        port.create("/a/b/c", b"x", makepath=True)
+        assert [raw.get(p)[0] for p in ("/a", "/a/b", "/a/b/c")] == [None, None, b"x"]
+        port.create("/empty", b"")
+        assert raw.get("/empty")[0] == b""
+        assert port.get("/a")[0] == b""  # our own reads see no difference
+    finally:
+        raw.stop()
+        raw.close()
+        port.stop()

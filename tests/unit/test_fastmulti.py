@@ -34,7 +34,8 @@ def kazoo_bytes(ops: list, chroot: str, acl: list) -> bytes:
         elif isinstance(o, Delete):
             kops.append(ks.Delete(p, o.version))
         else:
-            kops.append(ks.Create(p, o.data or b"", acl, 1 if o.ephemeral else 0))
+            # None is ZooKeeper's null (length -1), as Kafka creates its data-less znodes.
+            kops.append(ks.Create(p, o.data, acl, 1 if o.ephemeral else 0))
     return bytes(ks.Transaction(kops).serialize())
 
 
@@ -55,3 +56,26 @@ def test_non_canonical_paths_and_sequential_creates_are_left_to_kazoo() -> None:
     assert fastmulti.encode([Create("/seq-", b"", sequential=True)], "", None) is None
     assert fastmulti.encode([SetData("/.hidden", b"")], "", None) is not None
 
+
+
+def test_a_create_without_data_sends_null_not_empty() -> None:
+    null, empty = (fastmulti.encode([Create("/x", d)], "", None) for d in (None, b""))
+    assert null is not None and empty is not None and null != empty
+    assert null == kazoo_bytes([Create("/x", None)], "", OPEN_ACL_UNSAFE)
+
+
+def test_acl_for_gives_each_create_its_own_acl() -> None:
+    secret = [make_digest_acl("user", "secret", all=True)]
+    ops = [Create("/a", b"1"), Create("/config/users", None), SetData("/a", b"2", 0)]
+
+    def acl_for(path: str) -> list:
+        return secret if path.startswith("/config/users") else OPEN_ACL_UNSAFE
+
+    expected = ks.Transaction(
+        [
+            ks.Create("/a", b"1", OPEN_ACL_UNSAFE, 0),
+            ks.Create("/config/users", None, secret, 0),
+            ks.SetData("/a", b"2", 0),
+        ]
+    ).serialize()
+    assert fastmulti.encode(ops, "", None, acl_for=acl_for) == bytes(expected)
