@@ -42,16 +42,17 @@ def register_partition_modifications_handlers(ctl: Controller, topics: Iterable[
 def process_topic_ids(ctl: Controller, assignments: Mapping[str, TopicAssignment]) -> None:
     """Give every topic without an id a new one (fenced rewrite), then record all ids."""
     ctx = ctl.context
-    missing = [a for a in assignments.values() if a.topic_id is None and a.partitions]
+    missing = [a.topic for a in assignments.values() if a.topic_id is None and a.partitions]
     with_ids = {a.topic: a for a in assignments.values() if a.topic_id is not None}
     if missing:
-        updated = [TopicAssignment(a.topic, new_topic_id(), a.partitions) for a in missing]
-        errors = ctl.gateway.set_topic_assignments(updated, ctx.epoch_zk_version)
-        for a in updated:
-            if errors.get(a.topic) is None:
-                with_ids[a.topic] = a
+        written = ctl.gateway.set_topic_ids(
+            {topic: new_topic_id() for topic in missing}, ctx.epoch_zk_version
+        )
+        for topic, result in written.items():
+            if isinstance(result, TopicAssignment):
+                with_ids[topic] = result
             else:
-                log.error("could not assign a topic id", topic=a.topic, error=str(errors[a.topic]))
+                log.error("could not assign a topic id", topic=topic, error=str(result))
     for topic, a in with_ids.items():
         try:
             ctx.add_topic_id(topic, a.topic_id)
@@ -198,6 +199,10 @@ class Topics:
             return
         if not to_add:
             return  # changes to existing partitions' replicas are ignored (pitfall 13)
+        if topic not in ctx.topic_ids:
+            # A topic whose first partitions arrive here (empty at creation, or unreadable
+            # until repaired): record its id, or give it one, as TopicChange would have.
+            process_topic_ids(ctl, {topic: assignment})
         added = store_assignments(ctl, [TopicAssignment(topic, assignment.topic_id, to_add)])
         log.info("new partitions for topic", topic=topic, partitions=sorted(to_add))
         new = adopt_existing_partitions(ctl, added)

@@ -345,7 +345,7 @@ class ZkGateway(AdminZnodes, ClusterZnodes):
 
         Kafka's ``setTopicAssignmentRaw`` writes the controller's cached assignment blindly, so
         partitions an admin adds while the controller is about to rewrite the topic (a
-        reassignment step, a topic id) were lost: the controller never learns of them, since
+        reassignment step) were lost: the controller never learns of them, since
         its own write removes them before it reads the znode. Partitions in both keep the
         controller's value (pitfall 13). ``NoNodeError`` when the topic znode is gone.
         """
@@ -373,15 +373,48 @@ class ZkGateway(AdminZnodes, ClusterZnodes):
                 raise result
             return
 
-    def set_topic_assignments(
-        self, assignments: Iterable[TopicAssignment], epoch_zk_version: int
-    ) -> dict[str, ZkError | None]:
-        items = {
-            a.topic: [SetData(paths.topic_path(a.topic), codecs.encode_topic_assignment(a))]
-            for a in assignments
-        }
-        results = self._writer.run(items, epoch_zk_version)
-        return {t: (r if isinstance(r, ZkError) else None) for t, r in results.items()}
+    def set_topic_ids(
+        self, topic_ids: Mapping[str, str], epoch_zk_version: int
+    ) -> dict[str, TopicAssignment | Exception]:
+        """Write each topic's new id onto its znode's current content, fenced and conditional
+        on the version read (re-read on BADVERSION); a topic that has an id by then keeps it.
+        Gives each topic's assignment as written (or found), else its error.
+
+        Kafka's ``setTopicIds`` writes the assignment it read blindly: partitions an admin
+        added in between were lost for good (the controller never learns of them).
+        """
+        out: dict[str, TopicAssignment | Exception] = {}
+        todo = dict(topic_ids)
+        while todo:
+            topics = list(todo)
+            reads = self._get_many([paths.topic_path(t) for t in topics])
+            items: dict[str, list[Op]] = {}
+            written: dict[str, TopicAssignment] = {}
+            for topic, res in zip(topics, reads, strict=True):
+                if not res.ok or res.stat is None:
+                    out[topic] = res.error or NoNodeError("no topic znode", res.path)
+                    continue
+                try:
+                    current = codecs.decode_topic_assignment(topic, res.data or b"", res.path)
+                except MalformedZnodeError as exc:
+                    out[topic] = exc
+                    continue
+                if current.topic_id is not None:
+                    out[topic] = current  # given one meanwhile (or our write's lost reply)
+                    continue
+                written[topic] = TopicAssignment(topic, todo[topic], current.partitions)
+                data = codecs.encode_topic_assignment(written[topic])
+                items[topic] = [SetData(res.path, data, res.stat.version)]
+            retry: dict[str, str] = {}
+            for topic, result in self._writer.run(items, epoch_zk_version).items():
+                if isinstance(result, BadVersionError):
+                    retry[topic] = todo[topic]  # written meanwhile: merge with the new content
+                elif isinstance(result, ZkError):
+                    out[topic] = result
+                else:
+                    out[topic] = written[topic]
+            todo = retry
+        return out
 
     def get_topic_partition_children(self, topic: str) -> list[int]:
         out = []

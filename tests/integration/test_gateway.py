@@ -598,7 +598,9 @@ def test_fenced_multis_stay_under_jute_maxbuffer(
         port.create(paths.topic_path(t.topic), codecs.encode_topic_assignment(t), makepath=True)
     with_ids = [TopicAssignment(t.topic, TOPIC_ID, partitions) for t in topics]
     port.transactions.clear()
-    assert gw.set_topic_assignments(with_ids, epoch) == {t.topic: None for t in topics}
+    assert gw.set_topic_ids({t.topic: TOPIC_ID for t in topics}, epoch) == {
+        t.topic: t for t in with_ids
+    }
     payloads = [
         sum(len(op.path) + len(getattr(op, "data", None) or b"") for op in ops)
         for ops in port.transactions
