@@ -235,33 +235,48 @@ class RequestSendThread(threading.Thread):
         finally:
             self._close_channel()
 
+    def _attempt(self, request: OutboundRequest) -> ResponseMessage | tuple[str, str] | None:
+        """One send: the response, the failure as (code, details), or None once stopping."""
+        connected = self._connect()
+        if connected is None:
+            return None
+        stub, fresh = connected
+        failure = self._await_ready() if fresh else None
+        if failure is not None:
+            return failure
+        method = getattr(stub, request.kind.value)
+        try:
+            response: ResponseMessage = method(request.message, timeout=self._timeout)
+        except (grpc.RpcError, ValueError) as exc:
+            # ValueError: grpc's "Cannot invoke RPC on closed channel", when the channel was
+            # closed (by stop(), or a TLS channel replaced on rotation) between taking the
+            # stub and the call starting. The thread must survive it like any failed send.
+            return (_code_name(exc), _details(exc))
+        return response
+
     def _send_until_answered(self, request: OutboundRequest) -> ResponseMessage | None:
         failures = 0
         last_logged = 0.0
         while not self._stopping.is_set():
-            connected = self._connect()
-            if connected is None:
+            try:
+                outcome = self._attempt(request)
+            except Exception as exc:
+                # Opening or connecting the channel broke (e.g. TLS files that cannot be
+                # loaded): as Kafka's send thread, log, reconnect and carry on; a dead thread
+                # would leave this broker's queue growing with nothing sent.
+                log.exception("unexpected error sending to broker", request=request.kind.value)
+                outcome = ("INTERNAL", f"{type(exc).__name__}: {exc}")
+            if outcome is None:
                 return None
-            stub, fresh = connected
-            failure = self._await_ready() if fresh else None
-            if failure is None:
-                method = getattr(stub, request.kind.value)
-                try:
-                    response: ResponseMessage = method(request.message, timeout=self._timeout)
-                except (grpc.RpcError, ValueError) as exc:
-                    # ValueError: grpc's "Cannot invoke RPC on closed channel", when the channel
-                    # was closed (by stop(), or a TLS channel replaced on rotation) between
-                    # taking the stub and the call starting. The thread must survive it like
-                    # any failed send.
-                    failure = (_code_name(exc), _details(exc))
-                else:
-                    if failures:
-                        log.info(
-                            "request to broker succeeded after retries",
-                            request=request.kind.value,
-                            attempts=failures + 1,
-                        )
-                    return response
+            if not isinstance(outcome, tuple):
+                if failures:
+                    log.info(
+                        "request to broker succeeded after retries",
+                        request=request.kind.value,
+                        attempts=failures + 1,
+                    )
+                return outcome
+            failure = outcome
             if self._stopping.is_set():
                 return None
             failures += 1
@@ -328,8 +343,11 @@ class RequestSendThread(threading.Thread):
         channel.subscribe(on_change, try_to_connect=True)
         try:
             deadline = time.monotonic() + self._connect_timeout
-            # Sliced, so that stop() (which closes the channel) is noticed promptly.
-            while not changed.is_set() and not self._stopping.is_set():
+            # Sliced, so that stop() or retarget() (which close the channel: gRPC does not tell
+            # its subscribers) is noticed promptly.
+            while (
+                not changed.is_set() and not self._stopping.is_set() and self._channel is channel
+            ):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
@@ -338,6 +356,8 @@ class RequestSendThread(threading.Thread):
             channel.unsubscribe(on_change)
         if settled and settled[0] is grpc.ChannelConnectivity.READY:
             return None
+        if not settled and self._channel is not channel:
+            return ("CANCELLED", "the channel was closed (the broker moved, or stopping)")
         if settled:
             return ("UNAVAILABLE", f"could not connect to {self.target} ({settled[0].name})")
         return (

@@ -69,7 +69,9 @@ def _read(path: Path, what: str) -> bytes:
 def _check_pair(cert: Path, key: Path) -> None:
     """Fail unless ``key`` is the private key of ``cert``'s first certificate."""
     try:
-        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(cert, key)
+        # A password callback, so that an encrypted key fails at once instead of OpenSSL
+        # asking for its passphrase on the terminal (a hang at start or during a handshake).
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(cert, key, password=lambda: b"")
     except (ssl.SSLError, OSError) as exc:
         raise TlsConfigError(
             f"{cert} and {key} are not a matching PEM certificate and unencrypted key: {exc}"
@@ -77,12 +79,18 @@ def _check_pair(cert: Path, key: Path) -> None:
 
 
 def fingerprint(cert_pem: bytes) -> str:
-    """SHA-256 of the first certificate's DER, for logs (``AB:CD:...``, first 8 bytes)."""
+    """SHA-256 of the first certificate's DER, for logs (``AB:CD:...``, first 8 bytes); "?"
+    when there is none. Text before the certificate (``openssl pkcs12``'s "Bag Attributes")
+    is skipped, as TLS libraries skip it."""
     text = cert_pem.decode("ascii", "replace")
-    end = text.find("-----END CERTIFICATE-----")
-    if end < 0:
+    begin = text.find("-----BEGIN CERTIFICATE-----")
+    end = text.find("-----END CERTIFICATE-----", max(begin, 0))
+    if begin < 0 or end < 0:
         return "?"
-    der = ssl.PEM_cert_to_DER_cert(text[: end + len("-----END CERTIFICATE-----")])
+    try:
+        der = ssl.PEM_cert_to_DER_cert(text[begin : end + len("-----END CERTIFICATE-----")])
+    except ValueError:
+        return "?"
     return ":".join(f"{b:02X}" for b in hashlib.sha256(der).digest()[:8])
 
 

@@ -504,6 +504,54 @@ def test_a_channel_closed_under_the_sender_is_a_failed_send_not_a_dead_thread(
         sender.stop()
 
 
+class _FirstOpenFails(ChannelOpener):
+    """Opening the first channel raises (as TLS credentials that cannot be loaded do)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.opened = 0
+
+    def open(self, target: str, options: ChannelOptions = ()) -> grpc.Channel:
+        self.opened += 1
+        if self.opened == 1:
+            raise RuntimeError("cannot load the TLS credentials")
+        return super().open(target, options)
+
+
+def test_a_failure_to_open_the_channel_is_retried_not_a_dead_thread(
+    hosts: list[BrokerHost],
+) -> None:
+    # Kafka's send thread logs any exception and carries on; a dead thread would leave the
+    # broker's queue growing with nothing sent until it re-registers.
+    servicer = RecordingBroker()
+    host = BrokerHost(servicer)
+    hosts.append(host)
+    opener = _FirstOpenFails()
+    sender = RequestSendThread(
+        controller_id=1,
+        broker_id=1,
+        target=f"127.0.0.1:{host.port}",
+        request_timeout_s=5.0,
+        metrics=NoMetrics(),
+        reconnect_backoff_s=0.05,
+        channel_opener=opener,
+    )
+    sender.start()
+    try:
+        answers: list[object] = []
+        with capture_logs() as logs:
+            sender.enqueue(QueueItem(lai("first"), answers.append))
+            assert wait_until(lambda: len(answers) == 1)
+        assert opener.opened == 2 and sender.is_alive()
+        failed = [e for e in logs if e["event"].startswith("request to broker failed")]
+        assert failed and failed[0]["code"] == "INTERNAL"
+        assert "cannot load the TLS credentials" in failed[0]["details"]
+        sender.enqueue(QueueItem(lai("second"), answers.append))
+        assert wait_until(lambda: len(answers) == 2)
+    finally:
+        sender.stop()
+
+
 class SilentListener:
     """A TCP server that accepts connections and never answers: gRPC's HTTP/2 handshake never
     completes, so a channel to it stays CONNECTING (a broker host that hangs)."""
@@ -584,6 +632,30 @@ def test_remove_broker_interrupts_a_connect_wait(free_port: Callable[[], int]) -
         manager.remove_broker(1)
         assert time.monotonic() - started < 2.0, "remove_broker waited out the connect timeout"
         assert not any(t.name.startswith("Controller-1-to-broker-1") for t in threading.enumerate())
+    finally:
+        manager.shutdown()
+        silent.close()
+
+
+def test_a_broker_that_moves_during_a_connect_wait_is_followed_at_once(
+    hosts: list[BrokerHost], free_port: Callable[[], int]
+) -> None:
+    # The old address accepts and never answers; the broker re-registers elsewhere. Closing
+    # a gRPC channel does not wake its connectivity subscribers: the wait must notice itself.
+    port = free_port()
+    silent = SilentListener(port)
+    manager = _channel_to(port, connect_timeout_s=30.0)
+    host = BrokerHost(RecordingBroker())
+    hosts.append(host)
+    try:
+        answered = threading.Event()
+        manager.send(1, lai("moved"), lambda r: answered.set())
+        assert wait_until(lambda: len(silent.accepted) == 1)
+        started = time.monotonic()
+        manager.update_broker(host.broker(1), 11)
+        assert answered.wait(10)
+        assert time.monotonic() - started < 5.0, "waited out the old address's connect timeout"
+        assert [req.topic_states[0].topic_name for _, req in host.servicer.received] == ["moved"]
     finally:
         manager.shutdown()
         silent.close()

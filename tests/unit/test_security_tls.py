@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import subprocess
+import sys
+import termios
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +23,7 @@ from controller.security.tls import (
     TlsConfigError,
     TlsFiles,
     client_tls,
+    fingerprint,
     server_tls,
 )
 
@@ -151,3 +156,70 @@ def test_principal_lists_and_interceptors() -> None:
     (interceptor,) = authz.interceptors({"a.Svc": frozenset({"x"}), "b.Svc": None})
     assert isinstance(interceptor, authz.AuthorizationInterceptor)
     assert interceptor.rules == {"a.Svc": frozenset({"x"})}
+
+
+def test_a_rotation_to_a_pem_with_text_before_the_certificate_is_served(
+    tmp_path: Path, ca: CertificateAuthority
+) -> None:
+    # openssl pkcs12 -nokeys writes "Bag Attributes" before the certificate; TLS libraries
+    # skip it, and so must the reload's log fingerprint (it failed the reload for good).
+    files = _files(tmp_path, ca)
+    tls = ServerTls(files)
+    issued = ca.issue("server", sans=("127.0.0.1",))
+    assert files.cert_file is not None and files.key_file is not None
+    preamble = b"Bag Attributes\n    localKeyID: 01 00 00 00\nsubject=/CN=server\n"
+    files.cert_file.write_bytes(preamble + issued.cert_pem)
+    files.key_file.write_bytes(issued.key_pem)
+    _bump(files.cert_file, files.key_file)
+    assert isinstance(tls.fetch(), grpc.ServerCertificateConfiguration)
+    assert tls.generation == 1
+    assert fingerprint(preamble + issued.cert_pem) == fingerprint(issued.cert_pem) != "?"
+    assert fingerprint(b"no certificate here") == "?"
+
+
+def test_an_encrypted_key_fails_at_once_even_on_a_terminal(
+    tmp_path: Path, ca: CertificateAuthority
+) -> None:
+    # With a controlling terminal, OpenSSL would ask for the passphrase there: a daemon
+    # started from a shell hung at start (or in a handshake, on rotation).
+    from cryptography.hazmat.primitives import serialization
+
+    issued = ca.issue("server")
+    key = serialization.load_pem_private_key(issued.key_pem, password=None)
+    encrypted = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"secret"),
+    )
+    cert_path, key_path = tmp_path / "s.crt", tmp_path / "s.key"
+    cert_path.write_bytes(issued.cert_pem)
+    key_path.write_bytes(encrypted)
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from controller.security.tls import ServerTls, TlsConfigError, TlsFiles\n"
+        "try:\n"
+        f"    ServerTls(TlsFiles(Path({str(cert_path)!r}), Path({str(key_path)!r})))\n"
+        "except TlsConfigError:\n"
+        "    sys.exit(3)\n"
+    )
+    primary, secondary = os.openpty()
+
+    def with_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(secondary, termios.TIOCSCTTY, 0)
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            stdin=secondary,
+            stdout=secondary,
+            stderr=secondary,
+            preexec_fn=with_terminal,
+            cwd=Path(__file__).resolve().parents[2],
+            timeout=30,
+        )
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert done.returncode == 3
