@@ -74,6 +74,30 @@ def _level_number(level: int | str) -> int:
     return number
 
 
+class _RedactZooKeeperSecrets(logging.Filter):
+    """kazoo logs every request it sends at DEBUG, among them Auth (the digest
+    ``user:password``), Connect (the session's password, enough to take the session over)
+    and SASL: only their type reaches our log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("kazoo") and record.args:
+            from kazoo.protocol.serialization import SASL, Auth, Connect
+
+            args = record.args if isinstance(record.args, tuple) else (record.args,)
+            if any(isinstance(a, (Auth, Connect, SASL)) for a in args):
+                record.args = tuple(
+                    f"{type(a).__name__}(<redacted>)" if isinstance(a, (Auth, Connect, SASL))
+                    else a
+                    for a in args
+                )  # fmt: skip
+            elif "passwd" in str(record.msg):
+                record.msg, record.args = "session credentials (redacted)", ()
+        return True
+
+
+_REDACT = _RedactZooKeeperSecrets()
+
+
 def configure_logging(
     level: int | str = "INFO", fmt: LogFormat | str = "auto", stream: IO[str] | None = None
 ) -> logging.Handler:
@@ -108,6 +132,12 @@ def configure_logging(
     )
     handler = logging.StreamHandler(stream)
     handler.setFormatter(formatter)
+    handler.addFilter(_REDACT)
+    # On the logger too: a record is formatted by the first handler that takes it (another
+    # handler on the root, e.g. a test runner's, would keep the secret in its message).
+    kazoo_logger = logging.getLogger("kazoo.client")
+    if _REDACT not in kazoo_logger.filters:
+        kazoo_logger.addFilter(_REDACT)
     setattr(handler, _HANDLER_MARK, True)
 
     root = logging.getLogger()

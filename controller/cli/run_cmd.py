@@ -112,6 +112,11 @@ def run(args: argparse.Namespace) -> int:
         if embedded is not None:
             embedded.close()
         return 2
+    except OSError as error:  # e.g. log.dir unusable: the state-change log cannot be opened
+        print(f"zk-controller run: cannot start: {error}", file=sys.stderr)
+        if embedded is not None:
+            embedded.close()
+        return 1
     from controller.daemon import DaemonStartError
 
     try:

@@ -89,6 +89,12 @@ def read_credentials_file(path: str | os.PathLike[str]) -> tuple[str, str]:
     return parse_credentials(text, os.fspath(path))
 
 
+def _sasl_available() -> bool:
+    from kazoo.protocol import connection
+
+    return bool(getattr(connection, "PURESASL_AVAILABLE", True))
+
+
 @dataclass(frozen=True, slots=True)
 class ZkSecurity:
     """How one process authenticates to ZooKeeper and which ACLs its creates carry."""
@@ -107,6 +113,13 @@ class ZkSecurity:
             # Kafka refuses zookeeper.set.acl=true without a ZooKeeper login, too: CREATOR_ALL
             # with no authenticated identity is an invalid ACL (ZooKeeper answers INVALIDACL).
             raise CredentialsError("zookeeper.set.acl=true needs ZooKeeper authentication")
+        if self.scheme == "sasl" and not _sasl_available():
+            # kazoo's connection thread would die at the first connect, and the start fail
+            # later as a lost session, naming nothing.
+            raise CredentialsError(
+                "zookeeper.auth.scheme=sasl needs the pure-sasl package "
+                "(pip install 'zk-controller[sasl]')"
+            )
 
     @property
     def authenticated(self) -> bool:
@@ -194,6 +207,8 @@ ENV_SCHEME = "ZKC_ZOOKEEPER_AUTH_SCHEME"
 ENV_CREDENTIALS = "ZKC_ZOOKEEPER_AUTH_CREDENTIALS_VALUE"
 ENV_CREDENTIALS_FILE = "ZKC_ZOOKEEPER_AUTH_CREDENTIALS_FILE"
 ENV_SET_ACL = "ZKC_ZOOKEEPER_SET_ACL"
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off", "")
 
 
 def zk_security_from_env(
@@ -206,7 +221,11 @@ def zk_security_from_env(
     """For tools: explicit values (flags) first, then the ``ZKC_ZOOKEEPER_*`` environment."""
     env = os.environ if environ is None else environ
     if set_acl is None:
-        set_acl = env.get(ENV_SET_ACL, "false").strip().lower() in ("true", "1", "yes", "on")
+        text = env.get(ENV_SET_ACL, "false").strip().lower()
+        if text not in _TRUE + _FALSE:
+            # As the controller's own setting: a typo must not quietly create open znodes.
+            raise CredentialsError(f"{ENV_SET_ACL}: expected true or false, got {text!r}")
+        set_acl = text in _TRUE
     return zk_security(
         scheme=(scheme or env.get(ENV_SCHEME) or "none").strip().lower(),
         credentials=None if credentials_file else env.get(ENV_CREDENTIALS) or None,

@@ -29,7 +29,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.security.acls import ZkSecurity, zk_security_from_env
-from controller.security.tls import PLAINTEXT, ChannelOpener, TlsSettings, as_path
+from controller.security.tls import (
+    PLAINTEXT,
+    ChannelOpener,
+    TlsConfigError,
+    TlsSettings,
+    as_path,
+)
 
 ENV_CERT = "ZKC_GRPC_TLS_CERT_FILE"
 ENV_KEY = "ZKC_GRPC_TLS_KEY_FILE"
@@ -107,14 +113,20 @@ def tls_settings_from_args(
         pick("tls_key_file", ENV_KEY),
         pick("tls_ca_file", ENV_CA),
     )
-    client_auth = pick("tls_client_auth", ENV_CLIENT_AUTH) or "none"
+    client_auth = (pick("tls_client_auth", ENV_CLIENT_AUTH) or "none").strip().lower()
+    if client_auth not in ("none", "required"):
+        # As the controller's own setting: a typo must not quietly serve without client auth.
+        raise TlsConfigError(
+            f"{ENV_CLIENT_AUTH} (or --tls-client-auth): expected none or required, "
+            f"got {client_auth!r}"
+        )
     if cert is None and key is None and ca is None:
         return None
     return TlsSettings(
         cert_file=as_path(cert),
         key_file=as_path(key),
         ca_file=as_path(ca),
-        client_auth_required=client_auth.strip().lower() == "required",
+        client_auth_required=client_auth == "required",
         server_name_override=getattr(args, "tls_server_name", None),
     )
 

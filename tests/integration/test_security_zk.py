@@ -7,6 +7,7 @@ by the first controller as Kafka does, with Kafka's ACL on it too.
 
 from __future__ import annotations
 
+import io
 import json
 import time
 import uuid
@@ -27,6 +28,7 @@ from controller.admin.client import admin_session
 from controller.broker.server import BrokerConfig, BrokerServer
 from controller.config import load_config
 from controller.daemon import ControllerDaemon
+from controller.logs import configure_logging, reset_logging
 from controller.security.acls import ZkSecurity, default_acls, zk_security
 from controller.zk import errors, paths
 from controller.zk.kazoo_port import KazooPort
@@ -346,3 +348,23 @@ def test_the_brokers_default_is_sensitive_and_read_by_the_controller(
     )
     with pytest.raises(NoAuthError):
         anonymous.get(cluster.chroot + paths.BROKER_DEFAULT_CONFIG)
+
+
+def test_credentials_never_reach_the_log_even_at_debug(secure_zk: LocalZooKeeper) -> None:
+    # kazoo logs each request it sends at DEBUG, the Auth (user:password) and the Connect
+    # (the session's password) included; log.level=DEBUG or an admin tool's --verbose
+    # must not write them.
+    buffer = io.StringIO()
+    configure_logging("DEBUG", "json", buffer)
+    try:
+        security = zk_security(scheme="digest", credentials=f"{DIGEST[0]}:{DIGEST[1]}")
+        port = KazooPort(secure_zk.hosts, session_timeout=6.0, **security.port_options())
+        port.start(timeout=10)
+        password = port.client_id[1] if port.client_id else b""
+        port.stop()
+    finally:
+        reset_logging()
+    out = buffer.getvalue()
+    assert "Auth(<redacted>)" in out and "Connect(<redacted>)" in out  # logged, emptied
+    assert DIGEST[1] not in out
+    assert password and password.hex() not in out and repr(password) not in out

@@ -139,6 +139,17 @@ def test_a_start_that_fails_is_one_clear_line_and_exit_1(zk_connect: str, tmp_pa
                     tmp_path=tmp_path)  # fmt: skip
     assert done.returncode == 1, done
     assert "zk-controller run: cannot start:" in done.stderr and "Traceback" not in done.stderr
+    # A log.dir that cannot be a directory (its parent is a file): the state-change log.
+    (tmp_path / "afile").write_text("")
+    done = subprocess.run(
+        [*CLI, "run", "--controller-id", "0", "--log-dir", str(tmp_path / "afile" / "logs"),
+         "--zookeeper", zk_connect, "--grpc-listen", f"127.0.0.1:{free_port()}",
+         "--metrics-listen", f"127.0.0.1:{free_port()}"],
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1, done
+    assert "zk-controller run: cannot start:" in done.stderr and "Traceback" not in done.stderr
+    assert "afile" in done.stderr
 
 
 def test_a_failed_state_change_log_reopen_does_not_stop_the_controller(

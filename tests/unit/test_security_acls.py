@@ -16,6 +16,7 @@ from controller.security.cli import (
     tls_settings_from_args,
     zk_security_from_args,
 )
+from controller.security.tls import TlsConfigError
 
 CREATOR_ALL = ACL(Permissions.ALL, Id("auth", ""))
 WORLD_READ = ACL(Permissions.READ, Id("world", "anyone"))
@@ -162,3 +163,27 @@ def test_tool_flags_fall_back_to_the_environment(tmp_path: Path) -> None:
     args = parser.parse_args(["--zookeeper-auth-scheme", "none", "--zookeeper-set-acl", "false"])
     assert zk_security_from_args(args, {}).port_options() == {}
     assert tls_settings_from_args(parser.parse_args([]), {}) is None
+
+
+def test_tools_refuse_security_environment_values_the_controller_refuses(tmp_path: Path) -> None:
+    # A typo must fail, not quietly run a broker without client authentication or create
+    # open znodes (the controller refuses the same values in its own settings).
+    parser = argparse.ArgumentParser()
+    add_zookeeper_security_arguments(parser)
+    add_tls_arguments(parser, server=True)
+    args = parser.parse_args(["--tls-cert-file", "/b.crt", "--tls-key-file", "/b.key"])
+    with pytest.raises(TlsConfigError, match="expected none or required, got 'require'"):
+        tls_settings_from_args(args, {"ZKC_GRPC_TLS_CLIENT_AUTH": "require"})
+    with pytest.raises(acls.CredentialsError, match="expected true or false, got 'enabled'"):
+        zk_security_from_args(parser.parse_args([]), {"ZKC_ZOOKEEPER_SET_ACL": "enabled"})
+    tls = tls_settings_from_args(args, {"ZKC_GRPC_TLS_CLIENT_AUTH": " Required "})
+    assert tls is not None and tls.client_auth_required
+
+
+def test_sasl_without_its_package_is_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kazoo.protocol import connection
+
+    monkeypatch.setattr(connection, "PURESASL_AVAILABLE", False)
+    with pytest.raises(acls.CredentialsError, match="needs the pure-sasl package"):
+        acls.zk_security(scheme="sasl", credentials="kafka:pw")
+    acls.zk_security(scheme="digest", credentials="kafka:pw")  # digest needs nothing more
