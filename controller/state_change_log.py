@@ -157,6 +157,7 @@ class StateChangeLog:
         self._event = "null"
         self._second = -1
         self._second_text = ""
+        self._last_ns = 0
         self.write_errors = 0
         self.set_epoch(None)
 
@@ -188,7 +189,11 @@ class StateChangeLog:
     # -- records ---------------------------------------------------------------------------
 
     def _ts(self) -> str:
-        second, nanos = divmod(self._clock_ns(), 1_000_000_000)
+        # Never backwards (an NTP step, a resumed VM): readers order by ts before seq, and a
+        # recovery sorted before its outage would leave the outage open.
+        now = max(self._clock_ns(), self._last_ns)
+        self._last_ns = now
+        second, nanos = divmod(now, 1_000_000_000)
         if second != self._second:  # strftime once per second, not once per line
             self._second = second
             self._second_text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))

@@ -72,6 +72,7 @@ class PartitionStateMachine:
 
     def initialize_partition_state(self) -> None:
         ctx = self._ctx
+        offline = []
         for tp in ctx.all_partitions():
             info = ctx.partition_leadership_info(tp)
             if info is None:
@@ -80,6 +81,11 @@ class PartitionStateMachine:
                 ctx.put_partition_state(tp, Online)
             else:
                 ctx.put_partition_state(tp, Offline)
+                offline.append((tp, NonExistent, info.leader_and_isr, None))
+        # Kafka logs nothing here. A partition found leaderless by a new controller (its
+        # leader died with the old one) is recorded, or the outage is missing from the
+        # state-change log until its next transition (the analytics read outages from it).
+        self.ctl.state_change_log.partitions(offline, Offline)
 
     def trigger_online_partition_state_change(self, topic: str | None = None) -> ElectionOutcome:
         ctx = self._ctx

@@ -41,6 +41,26 @@ if TYPE_CHECKING:
 log = structlog.get_logger("controller.isr")
 
 
+def refresh_isr_cache(ctl: Controller, partitions: list[TopicPartition]) -> None:
+    """Re-read these partitions' state znodes into the cache after a broker changed them,
+    and record each change of leader or ISR in the state-change log (same state to same
+    state, no election). Kafka only debug-logs these; the analytics count ISR shrinks and
+    expansions from them."""
+    ctx = ctl.context
+    before = {tp: ctx.partition_leader_and_isr(tp) for tp in partitions}
+    update_leader_and_isr_cache(ctl, partitions)
+    for tp in partitions:
+        after, old = ctx.partition_leader_and_isr(tp), before[tp]
+        if after is None:
+            continue
+        if old is not None and (old.leader, old.isr) == (after.leader, after.isr):
+            continue
+        state = ctx.partition_state(tp)
+        ctl.state_change_log.partition(
+            tp, state, state, leader=after.leader, leader_epoch=after.leader_epoch, isr=after.isr
+        )
+
+
 @dataclass(slots=True)
 class _Item:
     """One partition of an AlterPartition request, on its way to an answer."""
@@ -263,7 +283,7 @@ class IsrChanges:
                     Errors.INVALID_UPDATE_VERSION, "the state znode changed (BADVERSION)"
                 )
         # Refresh from ZooKeeper (not from our own proposal): the znode is the truth.
-        update_leader_and_isr_cache(ctl, written)
+        refresh_isr_cache(ctl, written)
         # Kafka tells every broker about every partition of the request, refused ones too.
         ctl.send_update_metadata_request(ctx.live_or_shutting_down_broker_ids(), requested)
         successes = [
@@ -320,7 +340,7 @@ class IsrChanges:
                     notifications=len(names),
                     partitions=[str(tp) for tp in known],
                 )
-                update_leader_and_isr_cache(ctl, known)
+                refresh_isr_cache(ctl, sorted(known))
                 ctl.send_update_metadata_request(
                     ctl.context.live_or_shutting_down_broker_ids(), known
                 )

@@ -363,3 +363,19 @@ def test_bulk_partition_lines_equal_single_lines() -> None:
         StateChangeLog(io.StringIO(), 1).partitions(
             [(TP, None, LeaderAndIsr(1), "bogus")], PartitionState.OnlinePartition
         )
+
+
+def test_timestamps_never_go_backwards() -> None:
+    # A wall clock stepped back (NTP, a resumed VM) must not order a later record before an
+    # earlier one: readers order by ts before seq.
+    clock = [2_000_000_000_000_000_000]
+    out = io.StringIO()
+    log = StateChangeLog(out, 1, clock_ns=lambda: clock[0])
+    log.partition(TP, None, PartitionState.OfflinePartition)
+    clock[0] -= 5_000_000_000
+    log.partition(TP, PartitionState.OfflinePartition, PartitionState.OnlinePartition)
+    clock[0] += 10_000_000_000
+    log.partition(TP, PartitionState.OnlinePartition, PartitionState.OnlinePartition)
+    log.flush()
+    stamps = [r["ts"] for r in records(out.getvalue())]
+    assert stamps[0] == stamps[1] < stamps[2]

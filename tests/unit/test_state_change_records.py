@@ -1,0 +1,105 @@
+"""What the controller records in the state-change log beyond Kafka's own lines, because the
+analytics read cluster history from it: ISR changes made by brokers, and partitions found
+offline by a new controller."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from controller.api.v1.controller_pb2 import (
+    AlterPartitionPartitionData,
+    AlterPartitionRequest,
+    AlterPartitionTopicData,
+    BrokerState,
+)
+from controller.core.events import AlterPartitionReceived
+from controller.core.model import LeaderIsrAndControllerEpoch, TopicPartition
+from controller.zk import codecs, paths
+from controller.zk.memory import MemoryZooKeeper
+from tests.harness import ControllerHarness
+
+T0 = TopicPartition("t", 0)
+
+
+def _alter_isr(h: ControllerHarness, isr: list[int]) -> None:
+    lai = h.ctx.partition_leader_and_isr(T0)
+    assert lai is not None
+    epochs = dict(h.ctx.live_broker_id_and_epochs())
+    partition = AlterPartitionPartitionData(
+        partition_index=0,
+        leader_epoch=lai.leader_epoch,
+        partition_epoch=lai.partition_epoch,
+        new_isr_with_epochs=[BrokerState(broker_id=b, broker_epoch=-1) for b in isr],
+    )
+    request = AlterPartitionRequest(
+        broker_id=lai.leader,
+        broker_epoch=epochs[lai.leader],
+        topics=[AlterPartitionTopicData(topic_name="t", partitions=[partition])],
+    )
+    event = AlterPartitionReceived(request=request)
+    h.process(event)
+    assert [p.error_code for t in event.reply.result(0).topics for p in t.partitions] == [0]
+
+
+def test_isr_changes_made_by_the_leader_are_recorded() -> None:
+    h = ControllerHarness(controller_id=1, flags={"auto.leader.rebalance.enable": "false"})
+    for b in (1, 2, 3):
+        h.register_broker(b)
+    h.create_topic("t", {0: [1, 2, 3]}, in_context=False)
+    h.start()
+    before = len(h.state_changes("partition", topic="t"))
+    for _ in range(2):
+        _alter_isr(h, [1, 2])
+        _alter_isr(h, [1, 2, 3])
+    recorded = h.state_changes("partition", topic="t")[before:]
+    assert [r["isr"] for r in recorded] == [[1, 2], [1, 2, 3], [1, 2], [1, 2, 3]]
+    assert {(r["from_state"], r["to_state"], r["leader"], r["election"]) for r in recorded} == {
+        ("OnlinePartition", "OnlinePartition", 1, None)
+    }
+    assert {r["event"] for r in recorded} == {"AlterPartitionReceived"}
+
+
+def test_isr_change_notifications_are_recorded_once_per_change() -> None:
+    h = ControllerHarness(controller_id=1, flags={"auto.leader.rebalance.enable": "false"})
+    for b in (1, 2):
+        h.register_broker(b)
+    h.create_topic("t", {0: [1, 2]}, in_context=False)
+    h.start()
+    before = len(h.state_changes("partition", topic="t"))
+    state = h.zk_state(T0)
+    assert state is not None
+    shrunk = LeaderIsrAndControllerEpoch(
+        replace(state.leader_and_isr, isr=(1,)), state.controller_epoch
+    )
+    h.admin.set(paths.partition_state_path("t", 0), codecs.encode_partition_state(shrunk))
+    notification = paths.ISR_CHANGE_NOTIFICATION + "/isr_change_"
+    for _ in range(2):  # the second notification changes nothing more
+        h.admin.create(
+            notification, codecs.encode_isr_change_notification([T0]), sequential=True
+        )
+        h.drain()
+    recorded = h.state_changes("partition", topic="t")[before:]
+    assert [(r["isr"], r["event"]) for r in recorded] == [([1], "IsrChangeNotification")]
+
+
+def test_a_partition_a_new_controller_finds_leaderless_is_recorded_offline() -> None:
+    # The old controller died with the partition's only replica: the new one finds the
+    # partition without a live leader and cannot elect one. Without a record, the outage
+    # would be missing from the log until the partition's next transition.
+    zk = MemoryZooKeeper()
+    old = ControllerHarness(controller_id=1, zk=zk)
+    old.register_broker(1)
+    old.register_broker(2)
+    old.create_topic("t", {0: [1], 1: [2]}, in_context=False)
+    old.start()
+    zk.expire(old.port.inner, reconnect=False)
+    old.kill_broker(1)
+    new = ControllerHarness(controller_id=2, zk=zk)
+    new.broker_sessions = old.broker_sessions
+    new.start()
+    assert new.controller.is_active
+    offline = new.state_changes("partition", to_state="OfflinePartition", result="ok")
+    assert [(r["topic"], r["partition"], r["from_state"]) for r in offline] == [
+        ("t", 0, "NonExistentPartition")
+    ]
+    assert offline[0]["event"] == "Startup" and offline[0]["election"] is None
