@@ -68,7 +68,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         event = ApiPartitionReassignment(reassignments=targets)
         try:
             outcome: Mapping[TopicPartition, ApiError | None] = await_reply(
-                self._ctl, event, context, request.timeout_ms
+                self._ctl, event, context, request.timeout_ms, timeout_in_response=True
             )
         except Exception as exc:
             return admin_pb2.AlterPartitionReassignmentsResponse(
@@ -88,7 +88,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         event = ListPartitionReassignments(partitions=wanted or None)
         try:
             ongoing: Mapping[TopicPartition, ReplicaAssignment] = await_reply(
-                self._ctl, event, context
+                self._ctl, event, context, timeout_in_response=True
             )
         except Exception as exc:
             return admin_pb2.ListPartitionReassignmentsResponse(
@@ -127,7 +127,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         )
         try:
             outcome: Mapping[TopicPartition, int | ApiError] = await_reply(
-                self._ctl, event, context, request.timeout_ms
+                self._ctl, event, context, request.timeout_ms, timeout_in_response=True
             )
         except Exception as exc:
             return admin_pb2.ElectLeadersResponse(
@@ -168,7 +168,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         event = UpdateFeatures(updates=updates, validate_only=request.validate_only)
         try:
             outcome: Mapping[str, ApiError | None] = await_reply(
-                self._ctl, event, context, request.timeout_ms
+                self._ctl, event, context, request.timeout_ms, timeout_in_response=True
             )
         except Exception as exc:
             return admin_pb2.UpdateFeaturesResponse(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 import structlog
 
-from controller.api.errors import Errors, error_for_exception, set_controller_hint
+from controller.api.errors import ApiError, Errors, error_for_exception, set_controller_hint
 from controller.core.events import NotControllerError, ReplyingEvent
 
 if TYPE_CHECKING:
@@ -19,13 +19,30 @@ log = structlog.get_logger("controller.rpc")
 DEFAULT_DEADLINE_S = 30.0
 
 
+class RpcStatus(Exception):
+    """End the RPC with this gRPC status ("not processed": the caller may resend)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.code = code
+        self.details = details
+
+
 def await_reply(
-    ctl: Controller, event: ReplyingEvent, context: grpc.ServicerContext, timeout_ms: int = 0
+    ctl: Controller,
+    event: ReplyingEvent,
+    context: grpc.ServicerContext,
+    timeout_ms: int = 0,
+    *,
+    timeout_in_response: bool = False,
 ) -> Any:
     """Queue ``event`` and wait for its answer within the caller's deadline.
 
-    Raises ``NotControllerError`` at once on a standby; aborts the RPC with
-    DEADLINE_EXCEEDED when the event thread does not answer in time.
+    Raises ``NotControllerError`` at once on a standby. When the event thread does not
+    answer in time, the event stays queued and may still be applied: with
+    ``timeout_in_response`` (admin requests, as Kafka's REQUEST_TIMED_OUT) the response says
+    so and is not resent by clients; otherwise (broker requests, which are idempotent) the
+    RPC ends DEADLINE_EXCEEDED and the broker resends it.
     """
     if not ctl.is_active:
         raise NotControllerError(ctl.active_controller_id)
@@ -37,15 +54,21 @@ def await_reply(
     try:
         return event.reply.result(timeout)
     except FutureTimeout:
-        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"{event.name} did not finish in time")
+        message = f"{event.name} did not finish in time (it may still be applied)"
+        if timeout_in_response:
+            raise ApiError(Errors.REQUEST_TIMED_OUT, message) from None
+        raise RpcStatus(grpc.StatusCode.DEADLINE_EXCEEDED, message) from None
     except NotImplementedError:
-        context.abort(
+        raise RpcStatus(
             grpc.StatusCode.UNIMPLEMENTED, f"{event.name} is not handled by this controller"
-        )
+        ) from None
 
 
 def error_code(ctl: Controller, exc: BaseException, context: grpc.ServicerContext, rpc: str) -> int:
-    """The response error code for ``exc``; NOT_CONTROLLER also names the active controller."""
+    """The response error code for ``exc``; NOT_CONTROLLER also names the active controller.
+    An ``RpcStatus`` ends the RPC with its status instead (``context.abort`` raises)."""
+    if isinstance(exc, RpcStatus):
+        context.abort(exc.code, exc.details)
     code = error_for_exception(exc)
     if code == Errors.NOT_CONTROLLER:
         set_controller_hint(context, ctl.active_controller_id)
