@@ -22,7 +22,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from controller.admin.topic_configs import InvalidConfigError, validate_topic_configs
+from controller.admin.topic_configs import (
+    InvalidConfigError,
+    validate_topic_config_combination,
+    validate_topic_configs,
+)
 from controller.admin.topics import (
     ConcurrentModificationError,
     CorruptMetadataError,
@@ -228,6 +232,8 @@ def _alter(
                 f"cannot delete config(s) that {label} does not set: {', '.join(not_set)}"
             )
         new = {k: v for k, v in current.items() if k not in delete} | add
+        if entity_type == TOPICS:
+            validate_topic_config_combination(new)  # on the result, as Kafka validates it
         data = codecs.encode_topic_config(new)
         seen: set[str] = set()
         ops: list[Op] = (

@@ -29,7 +29,10 @@ from controller.admin.assignment import (
     validate_replica_assignment,
 )
 from controller.admin.topic_configs import InvalidConfigError as InvalidConfigError  # re-exported
-from controller.admin.topic_configs import validate_topic_configs
+from controller.admin.topic_configs import (
+    validate_topic_config_combination,
+    validate_topic_configs,
+)
 from controller.admin.writes import commit, missing_parents
 from controller.core.model import Broker, ReplicaAssignment, TopicAssignment, new_topic_id
 from controller.zk import codecs, paths
@@ -279,6 +282,7 @@ def create_topic(
     except paths.InvalidTopicError as exc:
         raise InvalidTopicError(str(exc)) from None
     config = validate_topic_configs(configs or {})
+    validate_topic_config_combination(config)
     if replica_assignment is not None and (
         partitions is not None or replication_factor is not None
     ):

@@ -6,6 +6,7 @@ operations against a real ZooKeeper and through the CLI are in
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -17,6 +18,7 @@ from controller.admin.topics import (
     CorruptMetadataError,
     InvalidRequestError,
     UnknownTopicError,
+    create_topic,
 )
 from controller.zk import codecs, paths
 from controller.zk.memory import MemoryZooKeeper
@@ -240,3 +242,45 @@ def test_refused_brokers_default_alters_write_nothing(
         configs.alter_broker_default_config(zk, add, delete)
     assert zk.exists(DEFAULT) is None
     assert notifications(zk) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "good", "bad"),
+    [
+        ("message.format.version", ["3.6", "2.8-IV1", "3.6.1", "0.10.2.1", "0.8.0"],
+         ["garbage", "3.9", "0.10.3", "2.8-IV7", ""]),
+        ("leader.replication.throttled.replicas", ["*", "0:1,1:2", "0:1 , 1:2", ""],
+         ["garbage", "0:1,x", "1"]),
+        ("cleanup.policy", ["compact", "compact,delete", "delete , compact", ""],
+         ["compact,,delete", "purge"]),
+        ("min.cleanable.dirty.ratio", ["0.5", "1", "0", ".25", "5e-1", "0.5d"],
+         ["0.2_5", "1.5", "half", "-0.1"]),
+    ],
+)  # fmt: skip
+def test_topic_config_values_are_checked_as_kafka_checks_them(
+    name: str, good: list[str], bad: list[str]
+) -> None:
+    for value in good:
+        zk = zk_with_topic()
+        assert configs.alter_topic_config(zk, "t", {name: value})[name] == value
+    for value in bad:
+        zk = zk_with_topic()
+        with pytest.raises(InvalidConfigError, match=re.escape(name)):
+            configs.alter_topic_config(zk, "t", {name: value})
+        assert zk.exists(CONFIG) is None and notifications(zk) == []
+
+
+def test_compaction_lags_that_cross_are_refused_on_the_resulting_config() -> None:
+    # Kafka validates the topic's whole config: a change that makes min > max is refused even
+    # when the other lag was set earlier.
+    zk = zk_with_topic({"max.compaction.lag.ms": "10"})
+    before = zk.get(CONFIG)
+    with pytest.raises(InvalidConfigError, match=r"min\.compaction\.lag\.ms"):
+        configs.alter_topic_config(zk, "t", {"min.compaction.lag.ms": "100"})
+    assert zk.get(CONFIG) == before and notifications(zk) == []
+    configs.alter_topic_config(zk, "t", {"min.compaction.lag.ms": "10"})  # equal is fine
+    assert stored(zk)["min.compaction.lag.ms"] == "10"
+    crossed = {"min.compaction.lag.ms": "100", "max.compaction.lag.ms": "10"}
+    with pytest.raises(InvalidConfigError, match=r"min\.compaction\.lag\.ms"):
+        create_topic(zk, "u", replica_assignment={0: [1]}, configs=crossed)
+    assert zk.exists(paths.topic_path("u")) is None
