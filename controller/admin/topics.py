@@ -36,7 +36,12 @@ from controller.admin.topic_configs import (
 from controller.admin.writes import commit, missing_parents
 from controller.core.model import Broker, ReplicaAssignment, TopicAssignment, new_topic_id
 from controller.zk import codecs, paths
-from controller.zk.errors import MalformedZnodeError, NodeExistsError, NoNodeError
+from controller.zk.errors import (
+    BadVersionError,
+    MalformedZnodeError,
+    NodeExistsError,
+    NoNodeError,
+)
 from controller.zk.port import Check, Create, Op, ReadResult, SetData, ZkPort
 
 
@@ -343,10 +348,25 @@ def create_topic(
             if _holds(port, topic_path, data):  # our own multi, resent after a connection loss
                 return TopicChange(name, topic_id, assignment, tuple(assignment), config, warnings)
             raise TopicExistsError(f"topic '{name}' already exists")
+        if not isinstance(error, BadVersionError | NodeExistsError | NoNodeError):
+            raise error  # e.g. NOAUTH: no race, and retrying cannot help
         # Otherwise a parent or the config znode changed under us: read again and retry.
     raise ConcurrentModificationError(
         f"could not create topic '{name}': its config znode kept changing; nothing was written"
     )
+
+
+def _zk_reassignment_partitions(port: ZkPort, topic: str) -> list[int]:
+    """The partitions of ``topic`` that ``/admin/reassign_partitions`` names, sorted. As
+    Kafka's createPartitions, only this topic's reassignments refuse an addition: an
+    unreadable znode (the controller ignores it) or another topic's entries do not."""
+    try:
+        data, _ = port.get(paths.REASSIGN_PARTITIONS)
+        request = codecs.decode_reassignment_request(data)
+    except (NoNodeError, MalformedZnodeError):
+        return []
+    named = set(request.targets) | set(request.invalid)
+    return sorted(tp.partition for tp in named if tp.topic == topic)
 
 
 def add_partitions(
@@ -372,9 +392,11 @@ def add_partitions(
         )
     current, version = _read_assignment(port, name)
     _check_not_marked_for_deletion(port, name)
-    if port.exists(paths.REASSIGN_PARTITIONS) is not None:
+    requested = _zk_reassignment_partitions(port, name)
+    if requested:
         raise ReassignmentInProgressError(
-            f"a partition reassignment is in progress ({paths.REASSIGN_PARTITIONS} exists)"
+            f"a partition reassignment is in progress for topic '{name}' "
+            f"(partition(s) {_ids(requested)} in {paths.REASSIGN_PARTITIONS})"
         )
     moving = sorted(p for p, ra in current.partitions.items() if ra.is_being_reassigned)
     if moving:

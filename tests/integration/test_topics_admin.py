@@ -25,6 +25,7 @@ from controller.admin.assignment import (
     RackAwareMode,
 )
 from controller.admin.client import AdminConnectError, admin_session
+from controller.core.model import TopicPartition
 from controller.zk import codecs, paths
 from controller.zk.kazoo_port import KazooPort
 from tests.integration.admin_support import brokers, cli, one_error_line, snapshot
@@ -322,8 +323,15 @@ def test_add_partitions_refusals_change_nothing(port: KazooPort) -> None:
     )
     refused(port, InvalidReplicaAssignmentError, r"broker\(s\) 9", add("t", 3, {2: [0, 9]}))
     refused(port, admin.InvalidRequestError, "internal topic", add("__consumer_offsets", 60))
+    # As Kafka's createPartitions: only a reassignment of this topic refuses the addition,
+    # not an empty or unreadable znode, nor another topic's entries.
     port.create(paths.REASSIGN_PARTITIONS, codecs.encode_reassignment({}))
-    refused(port, admin.ReassignmentInProgressError, "/admin/reassign_partitions", add("t", 3))
+    assert add("t", 3)().added == (2,)
+    port.set(paths.REASSIGN_PARTITIONS, b"{oops")
+    assert add("t", 4)().added == (3,)
+    port.set(paths.REASSIGN_PARTITIONS, codecs.encode_reassignment({TopicPartition("t", 1): (1, 0),
+                                                                    TopicPartition("u", 0): (0,)}))
+    refused(port, admin.ReassignmentInProgressError, r"partition\(s\) 1 in /admin", add("t", 5))
 
 
 # --- describe, list, brokers ----------------------------------------

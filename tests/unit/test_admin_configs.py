@@ -20,7 +20,10 @@ from controller.admin.topics import (
     UnknownTopicError,
     create_topic,
 )
+from controller.core.model import EndPoint
 from controller.zk import codecs, paths
+from controller.zk.codecs.brokers import BrokerRegistration
+from controller.zk.errors import NoAuthError, RolledBackError
 from controller.zk.memory import MemoryZooKeeper
 from controller.zk.memory_session import MemoryZkSession
 from controller.zk.port import Op, OpResult
@@ -284,3 +287,30 @@ def test_compaction_lags_that_cross_are_refused_on_the_resulting_config() -> Non
     with pytest.raises(InvalidConfigError, match=r"min\.compaction\.lag\.ms"):
         create_topic(zk, "u", replica_assignment={0: [1]}, configs=crossed)
     assert zk.exists(paths.topic_path("u")) is None
+
+
+def test_a_create_refused_by_zookeeper_is_reported_as_such_not_retried() -> None:
+    # Only a race (BADVERSION, NODEEXISTS, NONODE) is retried; NOAUTH (the topics path
+    # belongs to another identity) is raised at once, naming itself.
+    zk = zk_with_topic()
+    zk.ensure_path(paths.BROKERS_IDS)
+    zk.create(paths.broker_path(1), codecs.encode_broker_registration(
+        BrokerRegistration(1, (EndPoint("PLAINTEXT", "h", 9092),))))  # fmt: skip
+    sent: list[list[Op]] = []
+
+    class NoAuthOnTopics:
+        def __getattr__(self, name: str) -> object:
+            return getattr(zk, name)
+
+        def multi(self, ops: Sequence[Op]) -> list[OpResult]:
+            sent.append(list(ops))
+            return [
+                OpResult(NoAuthError("NOAUTH", op.path))
+                if op.path == paths.topic_path("u")
+                else OpResult(RolledBackError("ROLLEDBACK", op.path))
+                for op in ops
+            ]
+
+    with pytest.raises(NoAuthError):
+        create_topic(NoAuthOnTopics(), "u", replica_assignment={0: [1]})  # type: ignore[arg-type]
+    assert len(sent) == 1
