@@ -8,9 +8,10 @@ The gauges Kafka computes from the controller context (``updateMetrics`` after e
 come from an immutable ``ControllerMetricsSnapshot`` that the event thread publishes with
 ``update()``; scrapes only read that reference, never the context or ZooKeeper. As in Kafka,
 they read 0 unless the snapshot says this controller is active; ``controller_state`` and
-``zk_migration_state`` are reported regardless. ``active_controller_count`` is read live (Kafka's
-gauge reads ``isActive``), so it is 1 from the election on, also during a long failover whose
-snapshot is published only when the failover event ends.
+``zk_migration_state`` are reported regardless. ``active_controller_count`` and
+``controller_epoch`` are read live (Kafka's gauge reads ``isActive``), so they are 1 and the
+won epoch from the election on, also during a long failover whose snapshot is published only
+when the failover event ends.
 
 Beyond Kafka's controller metrics: the channel's per-broker queues (Kafka's
 ``ControllerChannelManager`` group, label ``broker_id``), send latency per broker and request,
@@ -159,18 +160,23 @@ class _ContextGauges(Collector):
         self._owner = owner
 
     def describe(self) -> Iterable[Metric]:
-        return self._families(INACTIVE, False, ControllerState.Idle, 0)
+        return self._families(INACTIVE, False, 0, ControllerState.Idle, 0)
 
     def collect(self) -> Iterable[Metric]:
         owner = self._owner
         snap = owner.snapshot
+        active = owner.read_active(snap)
         return self._families(
-            snap, owner.read_active(snap), owner.read_state(), owner.read_queue_size()
+            snap, active, owner.read_epoch(snap), owner.read_state(), owner.read_queue_size()
         )
 
     @staticmethod
     def _families(
-        snap: ControllerMetricsSnapshot, active: bool, state: ControllerState, queue_size: int
+        snap: ControllerMetricsSnapshot,
+        active: bool,
+        epoch: int,
+        state: ControllerState,
+        queue_size: int,
     ) -> list[Metric]:
         families: list[Metric] = [
             GaugeMetricFamily(
@@ -193,7 +199,10 @@ class _ContextGauges(Collector):
             ),
         ]
         for suffix, attr, doc in _CONTEXT_GAUGES:
-            value = getattr(snap, attr) if snap.active and attr is not None else 0
+            if suffix == "controller_epoch":
+                value = epoch if active else 0
+            else:
+                value = getattr(snap, attr) if snap.active and attr is not None else 0
             families.append(GaugeMetricFamily(PREFIX + suffix, doc, value=value))
         return families
 
@@ -274,6 +283,7 @@ class ControllerMetrics:
         self._queue_size_source = queue_size_source
         self._session_state_source = session_state_source
         self._active_source: Callable[[], bool] | None = None
+        self._epoch_source: Callable[[], int] | None = None
         self._broker_queues: dict[int, Callable[[], int]] = {}
         self._broker_lock = threading.Lock()
         r = self._registry
@@ -376,6 +386,19 @@ class ControllerMetrics:
     def set_active_source(self, source: Callable[[], bool] | None) -> None:
         """Whether this process is the active controller, read at scrape time."""
         self._active_source = source
+
+    def set_epoch_source(self, source: Callable[[], int] | None) -> None:
+        """This controller's epoch, read at scrape time (meaningful while it is active)."""
+        self._epoch_source = source
+
+    def read_epoch(self, snapshot: ControllerMetricsSnapshot | None = None) -> int:
+        if self._epoch_source is None:
+            return (snapshot or self._snapshot).epoch
+        try:
+            return int(self._epoch_source())
+        except Exception:
+            log.exception("controller epoch source failed")
+            return (snapshot or self._snapshot).epoch
 
     def read_active(self, snapshot: ControllerMetricsSnapshot | None = None) -> bool:
         if self._active_source is None:

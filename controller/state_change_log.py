@@ -1,7 +1,11 @@
 """The state-change log: one JSON line per partition, replica or controller transition.
 
-This is Kafka's ``state.change.logger`` as data. The line schema is the input contract of the
-analytics (Spark) pipeline, so it is fixed: every line has every key below, in this order.
+This is Kafka's ``state.change.logger`` as data, plus what the analytics need that Kafka only
+debug-logs: ISR and leader changes made by brokers (a partition record from its state to the
+same state), and partitions a new controller finds leaderless (``NonExistentPartition`` to
+``OfflinePartition``). ``ts`` never goes backwards within a process. The line schema is the
+input contract of the analytics (Spark) pipeline, so it is fixed: every line has every key
+below, in this order.
 
 =================  =====================================================================
 ``ts``             ISO-8601 UTC with microseconds, ``2026-11-22T10:15:30.123456Z``

@@ -130,7 +130,9 @@ def _check_config_value(name: str, value: str) -> None:
             expected = f"a comma-separated list of {', '.join(sorted(rule))}"
     elif kind == "throttled":
         items = _list(text)
-        if not (items[:1] == ["*"] or all(_THROTTLED_REPLICA.fullmatch(i) for i in items)):
+        # Kafka's ThrottledReplicaListValidator: all pairs, or the items together just "*".
+        pairs = all(_THROTTLED_REPLICA.fullmatch(i) for i in items)
+        if not ("".join(items).strip() == "*" or pairs):
             expected = "* or a comma-separated list of partition:broker pairs"
     elif kind == "version" and not _is_version(text):
         expected = "a Kafka version (e.g. 3.6, 2.8-IV1)"

@@ -106,7 +106,9 @@ def add_admin_timeout_argument(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULT_ADMIN_TIMEOUT_MS,
         metavar="MS",
-        help="how long to wait for the controller (default %(default)s)",
+        help="how long to wait for the controller (default %(default)s); a request it has not "
+        "finished by then is answered REQUEST_TIMED_OUT and may still be applied: check "
+        "before resending",
     )
 
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from controller.config.model import ControllerConfig
-from controller.config.settings import ENV_PREFIX, SETTINGS, Setting
+from controller.config.settings import ENV_PREFIX, SETTINGS, Kind, Setting
 
 
 def _toml_value(value: Any) -> str:
@@ -57,7 +57,7 @@ def render_config_reference() -> str:
     for s in SETTINGS:
         kind = " \\| ".join(s.choices) if s.choices else s.kind.value
         bounds = ""
-        if s.min is not None or s.max is not None:
+        if s.kind is Kind.INT and (s.min is not None or s.max is not None):
             lo, hi = ("" if b is None else str(b) for b in (s.min, s.max))
             bounds = f" ({lo}..{hi})"
         out.append(

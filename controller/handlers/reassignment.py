@@ -5,6 +5,8 @@ Entry points:
 - ``ZkPartitionReassignment``: ``/admin/reassign_partitions`` was created (Kafka's legacy
   tooling). Entries that cannot start are removed from the znode; the znode is deleted when
   its last entry completes or fails. Malformed content is logged and ignored, as in Kafka.
+  Each node is processed once (known by its czxid): later edits are ignored, as in Kafka, and
+  its watch is re-armed after the controller rewrites it, so its deletion is seen.
 - ``ApiPartitionReassignment`` (AlterPartitionReassignments, cancel included) and
   ``ListPartitionReassignments``: the admin gRPC API. Replies follow the contract in
   ``controller.rpc.admin_service``.

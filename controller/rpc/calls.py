@@ -41,8 +41,9 @@ def await_reply(
     Raises ``NotControllerError`` at once on a standby. When the event thread does not
     answer in time, the event stays queued and may still be applied: with
     ``timeout_in_response`` (admin requests, as Kafka's REQUEST_TIMED_OUT) the response says
-    so and is not resent by clients; otherwise (broker requests, which are idempotent) the
-    RPC ends DEADLINE_EXCEEDED and the broker resends it.
+    so and is not resent by clients; otherwise (broker requests) the
+    RPC ends DEADLINE_EXCEEDED and the broker resends it (harmless: a resent AlterPartition or
+    ControlledShutdown is answered from the current state; a producer-id block is skipped).
     """
     if not ctl.is_active:
         raise NotControllerError(ctl.active_controller_id)

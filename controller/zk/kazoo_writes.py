@@ -2,7 +2,9 @@
 creates under a per-path ACL policy.
 
 A mixin of ``KazooPort``, kept apart to keep that module readable. Multis are serialized in one
-go by ``fastmulti`` unless an op needs kazoo's own path handling (per-path ACLs on creates).
+go by ``fastmulti`` (per-path ACLs included) unless an op needs kazoo's own path handling
+(sequential creates, non-canonical paths). A create without data is ZooKeeper's null, as
+Kafka writes its data-less znodes (parents created along the way too).
 """
 
 from __future__ import annotations

@@ -24,8 +24,9 @@ observable behaviour as ``KazooPort`` on a real server:
   whose node changed meanwhile (``port.reconnect_event``, as ZooKeeper's Java client does).
   ``expire`` reports SUSPENDED, gives every watch of the session a NONE event, deletes its
   ephemerals, reports LOST and, like kazoo, reconnects with a new session id (CONNECTED).
-  While disconnected, operations raise ``ConnectionLossError`` at once (a real port would retry
-  until its deadline); without a session they raise ``SessionExpiredError``.
+  While disconnected, operations raise ``ConnectionLossError`` at once (a real port resends
+  until its deadline, or, the controller's, for as long as the session lives); without a
+  session they raise ``SessionExpiredError``.
 
 Delivery: watch callbacks and listener calls are queued in the order ZooKeeper would deliver
 them and handed, one by one, to the *dispatcher* (``Callable[[Callable[[], None]], None]``)

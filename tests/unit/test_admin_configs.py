@@ -252,8 +252,8 @@ def test_refused_brokers_default_alters_write_nothing(
     [
         ("message.format.version", ["3.6", "2.8-IV1", "3.6.1", "0.10.2.1", "0.8.0"],
          ["garbage", "3.9", "0.10.3", "2.8-IV7", ""]),
-        ("leader.replication.throttled.replicas", ["*", "0:1,1:2", "0:1 , 1:2", ""],
-         ["garbage", "0:1,x", "1"]),
+        ("leader.replication.throttled.replicas", ["*", ",*", "0:1,1:2", "0:1 , 1:2", ""],
+         ["garbage", "0:1,x", "1", "*,1:2"]),
         ("cleanup.policy", ["compact", "compact,delete", "delete , compact", ""],
          ["compact,,delete", "purge"]),
         ("min.cleanable.dirty.ratio", ["0.5", "1", "0", ".25", "5e-1", "0.5d"],
