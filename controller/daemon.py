@@ -97,6 +97,11 @@ def freeze_heap_after_failover(controller: Controller, channel: ControllerChanne
         trim(0)
 
     def after_failover() -> None:
+        # A resignation and a new election within one event (a Reelect) skip the unfreeze
+        # below: unfreeze first, so the previous term's garbage is not pinned for good.
+        if gc.get_freeze_count():
+            gc.unfreeze()
+            gc.collect()
         gc.freeze()
         if trim is not None:
             threading.Thread(target=trim_when_sent, name="malloc-trim", daemon=True).start()

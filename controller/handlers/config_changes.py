@@ -13,8 +13,10 @@ inside it, so it watches the notifications itself, the way Kafka's listener does
   ``{"version":1,"entity_type":"topics","entity_name":"T"}``);
 * on a child change, the notifications with a sequence number above the last one seen are read
   in order; each named topic's config is re-read, and when its *effective* setting (the topic
-  override, else the controller's ``unclean.leader.election.enable``) is true and was not known
-  to be true, ``TopicUncleanLeaderElectionEnable(topic)`` is queued;
+  override, else the controller's ``unclean.leader.election.enable``) is true,
+  ``TopicUncleanLeaderElectionEnable(topic)`` is queued, once per read (as Kafka calls
+  ``enableTopicUncleanLeaderElection`` on every such notification: remembering "already on"
+  went stale when the topic was deleted and re-created, or the default turned off);
 * a notification for ``brokers/<default>`` (``kafka-configs.sh --entity-type brokers
   --entity-default``, ``zk-controller configs alter --entity-type brokers --entity-default``)
   re-reads ``/config/brokers/<default>``: its ``unclean.leader.election.enable``, when set,
@@ -131,8 +133,6 @@ class ConfigChanges:
         self._last_seen = -1
         # Notification name -> when this controller first saw it (for the purge).
         self._first_seen: dict[str, float] = {}
-        # Topics whose effective unclean setting was true when last read.
-        self._unclean_topics: set[str] = set()
         ctl.election.add_failover_hook(self.start)
 
     def handlers(self) -> dict[type, Any]:
@@ -141,7 +141,6 @@ class ConfigChanges:
     def start(self) -> None:
         """Failover: watch ``/config/changes`` and read every notification present."""
         self._last_seen = -1
-        self._unclean_topics.clear()
         self._first_seen.clear()
         self.ctl.gateway.register_child_handler(
             ZNodeChildChangeHandler(
@@ -204,18 +203,13 @@ class ConfigChanges:
                     error=str(problem),
                 )
                 continue
-            enabled = unclean_enabled(config, default)
-            if enabled and topic not in self._unclean_topics:
+            if unclean_enabled(config, default):
                 log.info(
-                    "unclean leader election is now enabled for a topic",
+                    "unclean leader election is enabled for a topic",
                     topic=topic,
                     source="topic config" if UNCLEAN_CONFIG in config else "controller default",
                 )
                 ctl.put(TopicUncleanLeaderElectionEnable(topic=topic))
-            if enabled:
-                self._unclean_topics.add(topic)
-            else:
-                self._unclean_topics.discard(topic)
 
     def _purge_obsolete(self, numbered: list[tuple[int, str]]) -> None:
         """Delete notifications first seen more than Kafka's 15 minutes ago (unfenced, as

@@ -264,7 +264,9 @@ class ReloadingChannel(grpc.Channel):
 
     Stubs made on it keep working across rotations (unary-unary methods follow the current
     channel; streaming methods are bound to the channel current when the stub was made).
-    Replaced channels are closed with this one, not at once: calls may still be running.
+    A replaced channel is not closed at once (calls may still be running on it) but at the
+    next rotation, or with this one: at most one is kept (a channel that lives for months
+    kept one open channel per rotation before).
     """
 
     def __init__(self, target: str, tls: ClientTls, options: ChannelOptions = ()) -> None:
@@ -284,11 +286,15 @@ class ReloadingChannel(grpc.Channel):
         generation, _ = self._tls.credentials()
         if generation == self._generation:
             return self._channel
+        stale: list[grpc.Channel] = []
         with self._lock:
             if generation != self._generation:
-                self._retired.append(self._channel)
+                stale, self._retired = self._retired, [self._channel]
                 self._generation, self._channel = self._open()
-            return self._channel
+            current = self._channel
+        for channel in stale:  # retired a rotation ago: its calls have long finished
+            channel.close()
+        return current
 
     def subscribe(self, callback: Callable[..., Any], try_to_connect: bool = False) -> None:
         self.current().subscribe(callback, try_to_connect)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import gc
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from controller import daemon as daemon_module
 from controller.config import load_config
 from controller.daemon import ControllerDaemon
+from controller.zk import paths
+from tests.harness import ControllerHarness
 
 
 @pytest.fixture(autouse=True)
@@ -73,3 +77,36 @@ def test_state_change_log_rotation_comes_from_the_configuration(tmp_path: Path) 
     scl.close()
     names = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("state-change"))
     assert names == [f"state-change.log{s}" for s in ("", ".1", ".2", ".3")]
+
+
+def test_a_re_election_within_one_event_does_not_pin_the_previous_terms_garbage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Resigning and winning again in one event (a Reelect) skips the unfreeze that follows an
+    # inactive event: the next freeze must not pin cyclic garbage made in the meantime.
+    class Cycle:
+        def __init__(self) -> None:
+            self.me = self
+
+    class NoQueue:
+        def total_queue_size(self) -> int:
+            return 0
+
+    monkeypatch.setattr(daemon_module, "_malloc_trim", lambda: None)
+    h = ControllerHarness(controller_id=5)
+    daemon_module.freeze_heap_after_failover(h.controller, NoQueue())  # type: ignore[arg-type]
+    try:
+        h.register_broker(1)
+        h.start()
+        assert gc.get_freeze_count() > 0
+        garbage = Cycle()
+        alive = weakref.ref(garbage)
+        del garbage  # unreachable, but only the cyclic collector can free it
+        h.admin.delete(paths.CONTROLLER)  # one Reelect event: resign, then win again
+        h.drain()
+        assert h.controller.is_active and h.ctx.epoch == 2
+        gc.collect()
+        assert alive() is None
+    finally:
+        gc.unfreeze()
+        h.close()

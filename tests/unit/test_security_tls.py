@@ -223,3 +223,24 @@ def test_an_encrypted_key_fails_at_once_even_on_a_terminal(
         os.close(primary)
         os.close(secondary)
     assert done.returncode == 3
+
+
+def test_a_long_lived_channel_keeps_at_most_one_replaced_channel(
+    tmp_path: Path, ca: CertificateAuthority
+) -> None:
+    # A channel to a healthy broker lives for months: each rotation used to keep the replaced
+    # channel (and its socket) open until the channel itself closed.
+    files = _files(tmp_path, ca, "client")
+    channel = ChannelOpener(ClientTls(files)).open("127.0.0.1:1")
+    assert isinstance(channel, ReloadingChannel)
+    replaced: list[grpc.Channel] = []
+    for _ in range(5):
+        replaced.append(channel.current())
+        ca.issue("client", sans=("127.0.0.1",)).write(tmp_path / "client")
+        _bump(files.cert_file, files.key_file)  # type: ignore[arg-type]
+        assert channel.current() is not replaced[-1]
+    assert channel._retired == [replaced[-1]]
+    for old in replaced[:-1]:  # closed: a call on it fails at once
+        with pytest.raises(ValueError, match="closed channel"):
+            old.unary_unary("/x.Y/Z")(b"", timeout=1)
+    channel.close()
