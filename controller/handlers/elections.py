@@ -94,8 +94,12 @@ class LeaderElections:
 
     def _preferred_election_handler(self) -> ZNodeChangeHandler:
         put = self.ctl.put
+        # Deletion too: a node deleted by hand uses up the watch; the event (a no-op while
+        # the node is absent) arms it again for the next request.
         return ZNodeChangeHandler(
-            paths.PREFERRED_REPLICA_ELECTION, on_creation=lambda: put(ReplicaLeaderElection())
+            paths.PREFERRED_REPLICA_ELECTION,
+            on_creation=lambda: put(ReplicaLeaderElection()),
+            on_deletion=lambda: put(ReplicaLeaderElection()),
         )
 
     def read_preferred_replica_election(self) -> set[TopicPartition] | None:

@@ -234,8 +234,10 @@ class ControllerElection:
     def _admin_handlers(self) -> list[ZNodeChangeHandler]:
         put = self.ctl.put
         return [
-            ZNodeChangeHandler(
-                paths.PREFERRED_REPLICA_ELECTION, on_creation=lambda: put(ReplicaLeaderElection())
+            ZNodeChangeHandler(  # deletion too: see Elections._preferred_election_handler
+                paths.PREFERRED_REPLICA_ELECTION,
+                on_creation=lambda: put(ReplicaLeaderElection()),
+                on_deletion=lambda: put(ReplicaLeaderElection()),
             ),
             ZNodeChangeHandler(
                 paths.REASSIGN_PARTITIONS, on_creation=lambda: put(ZkPartitionReassignment())

@@ -97,3 +97,25 @@ def test_a_notification_that_cannot_be_deleted_does_not_stop_the_failover(parent
     assert codecs.decode_controller_epoch(h.read(paths.CONTROLLER_EPOCH) or b"") == 1
     assert h.zk_state(TopicPartition("t", 0)) is not None
     assert h.read(node) == b"{}"
+
+
+def test_a_preferred_election_request_deleted_by_hand_during_a_failover_keeps_the_watch() -> None:
+    # Failover step 2 arms the request node's watch; the operator deletes the node before
+    # step 12 reads it. The deletion used the watch up: a later request went unseen until the
+    # next failover (found by a simulator prototype).
+    h = ControllerHarness(controller_id=1)
+    h.register_broker(1)
+    h.register_broker(2)
+    h.create_topic("t", {0: [1, 2]}, in_context=False)
+    request = codecs.encode_preferred_replica_election([TopicPartition("t", 0)])
+    h.admin.create(paths.PREFERRED_REPLICA_ELECTION, request, makepath=True)
+    h.port.before(
+        "get_children",
+        lambda: h.admin.delete(paths.PREFERRED_REPLICA_ELECTION),
+        when=lambda path, *a: path == paths.ISR_CHANGE_NOTIFICATION,
+    )
+    h.start()
+    assert h.controller.is_active and h.read(paths.PREFERRED_REPLICA_ELECTION) is None
+    h.admin.create(paths.PREFERRED_REPLICA_ELECTION, request)
+    h.drain()
+    assert h.read(paths.PREFERRED_REPLICA_ELECTION) is None  # seen, processed, deleted
