@@ -165,10 +165,8 @@ class _ContextGauges(Collector):
     def collect(self) -> Iterable[Metric]:
         owner = self._owner
         snap = owner.snapshot
-        active = owner.read_active(snap)
-        return self._families(
-            snap, active, owner.read_epoch(snap), owner.read_state(), owner.read_queue_size()
-        )
+        active, epoch = owner.read_leadership(snap)
+        return self._families(snap, active, epoch, owner.read_state(), owner.read_queue_size())
 
     @staticmethod
     def _families(
@@ -282,8 +280,7 @@ class ControllerMetrics:
         self._state_source = state_source
         self._queue_size_source = queue_size_source
         self._session_state_source = session_state_source
-        self._active_source: Callable[[], bool] | None = None
-        self._epoch_source: Callable[[], int] | None = None
+        self._leadership_source: Callable[[], tuple[bool, int]] | None = None
         self._broker_queues: dict[int, Callable[[], int]] = {}
         self._broker_lock = threading.Lock()
         r = self._registry
@@ -383,31 +380,18 @@ class ControllerMetrics:
     def set_state_source(self, source: Callable[[], ControllerState] | None) -> None:
         self._state_source = source
 
-    def set_active_source(self, source: Callable[[], bool] | None) -> None:
-        """Whether this process is the active controller, read at scrape time."""
-        self._active_source = source
+    def set_leadership_source(self, source: Callable[[], tuple[bool, int]] | None) -> None:
+        """(whether this process is the active controller, its epoch), read at scrape time."""
+        self._leadership_source = source
 
-    def set_epoch_source(self, source: Callable[[], int] | None) -> None:
-        """This controller's epoch, read at scrape time (meaningful while it is active)."""
-        self._epoch_source = source
-
-    def read_epoch(self, snapshot: ControllerMetricsSnapshot | None = None) -> int:
-        if self._epoch_source is None:
-            return (snapshot or self._snapshot).epoch
-        try:
-            return int(self._epoch_source())
-        except Exception:
-            log.exception("controller epoch source failed")
-            return (snapshot or self._snapshot).epoch
-
-    def read_active(self, snapshot: ControllerMetricsSnapshot | None = None) -> bool:
-        if self._active_source is None:
-            return (snapshot or self._snapshot).active
-        try:
-            return bool(self._active_source())
-        except Exception:
-            log.exception("active controller source failed")
-            return (snapshot or self._snapshot).active
+    def read_leadership(self, snapshot: ControllerMetricsSnapshot) -> tuple[bool, int]:
+        if self._leadership_source is not None:
+            try:
+                active, epoch = self._leadership_source()
+                return bool(active), int(epoch)
+            except Exception:
+                log.exception("leadership source failed")
+        return snapshot.active, snapshot.epoch
 
     def set_queue_size_source(self, source: Callable[[], int] | None) -> None:
         self._queue_size_source = source

@@ -95,8 +95,7 @@ class Controller:
         self.after_event_hooks: list[Callable[[Controller], None]] = []
         if metrics is not None:
             metrics.set_state_source(lambda: self.events.state)
-            metrics.set_active_source(lambda: self.is_active)
-            metrics.set_epoch_source(lambda: self.context.epoch)
+            metrics.set_leadership_source(lambda: (self.is_active, self.context.epoch))
             metrics.set_queue_size_source(self.events.queue_size)
         self._build_components()
 

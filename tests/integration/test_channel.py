@@ -470,13 +470,15 @@ class _FirstChannelClosed(ChannelOpener):
         return _ClosedBeforeTheCall(channel) if self.opened == 1 else channel
 
 
-def test_a_channel_closed_under_the_sender_is_a_failed_send_not_a_dead_thread(
-    hosts: list[BrokerHost],
-) -> None:
+def _first_send_fails(
+    hosts: list[BrokerHost], opener: ChannelOpener
+) -> tuple[RecordingBroker, list[object], list[dict[str, Any]]]:
+    """Send one request through a sender whose first channel ``opener`` breaks, then a second;
+    both must be answered by the same (still living) thread. The servicer, the answers and
+    the first send's logs."""
     servicer = RecordingBroker()
     host = BrokerHost(servicer)
     hosts.append(host)
-    opener = _FirstChannelClosed()
     sender = RequestSendThread(
         controller_id=1,
         broker_id=1,
@@ -490,18 +492,29 @@ def test_a_channel_closed_under_the_sender_is_a_failed_send_not_a_dead_thread(
     try:
         answers: list[object] = []
         with capture_logs() as logs:
-            sender.enqueue(QueueItem(lai("closed"), answers.append))
+            sender.enqueue(QueueItem(lai("first"), answers.append))
             assert wait_until(lambda: len(answers) == 1)
-        assert opener.opened == 2
-        assert [k for k, _ in servicer.received] == ["LeaderAndIsr"]
-        failed = [e for e in logs if e["event"].startswith("request to broker failed")]
-        assert failed and failed[0]["code"] == "ValueError"
-        # The thread is still serving: a second request gets through on the new channel.
-        sender.enqueue(QueueItem(lai("after"), answers.append))
+        sender.enqueue(QueueItem(lai("second"), answers.append))
         assert wait_until(lambda: len(answers) == 2)
         assert sender.is_alive()
     finally:
         sender.stop()
+    return servicer, answers, logs
+
+
+def _failures(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in logs if e["event"].startswith("request to broker failed")]
+
+
+def test_a_channel_closed_under_the_sender_is_a_failed_send_not_a_dead_thread(
+    hosts: list[BrokerHost],
+) -> None:
+    opener = _FirstChannelClosed()
+    servicer, _, logs = _first_send_fails(hosts, opener)
+    assert opener.opened == 2
+    assert [k for k, _ in servicer.received] == ["LeaderAndIsr", "LeaderAndIsr"]
+    failed = _failures(logs)
+    assert failed and failed[0]["code"] == "ValueError"
 
 
 class _FirstOpenFails(ChannelOpener):
@@ -523,33 +536,12 @@ def test_a_failure_to_open_the_channel_is_retried_not_a_dead_thread(
 ) -> None:
     # Kafka's send thread logs any exception and carries on; a dead thread would leave the
     # broker's queue growing with nothing sent until it re-registers.
-    servicer = RecordingBroker()
-    host = BrokerHost(servicer)
-    hosts.append(host)
     opener = _FirstOpenFails()
-    sender = RequestSendThread(
-        controller_id=1,
-        broker_id=1,
-        target=f"127.0.0.1:{host.port}",
-        request_timeout_s=5.0,
-        metrics=NoMetrics(),
-        reconnect_backoff_s=0.05,
-        channel_opener=opener,
-    )
-    sender.start()
-    try:
-        answers: list[object] = []
-        with capture_logs() as logs:
-            sender.enqueue(QueueItem(lai("first"), answers.append))
-            assert wait_until(lambda: len(answers) == 1)
-        assert opener.opened == 2 and sender.is_alive()
-        failed = [e for e in logs if e["event"].startswith("request to broker failed")]
-        assert failed and failed[0]["code"] == "INTERNAL"
-        assert "cannot load the TLS credentials" in failed[0]["details"]
-        sender.enqueue(QueueItem(lai("second"), answers.append))
-        assert wait_until(lambda: len(answers) == 2)
-    finally:
-        sender.stop()
+    _, _, logs = _first_send_fails(hosts, opener)
+    assert opener.opened == 2
+    failed = _failures(logs)
+    assert failed and failed[0]["code"] == "INTERNAL"
+    assert "cannot load the TLS credentials" in failed[0]["details"]
 
 
 class SilentListener:
