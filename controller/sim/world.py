@@ -19,9 +19,11 @@ among everything that could happen next:
   shutdown).
 
 While a controller processes an event, each of its ZooKeeper calls may let the others run a
-few steps first (``SimConfig.interleave_p``), and a "zombie" fault expires its session at its
-next write and lets another controller take over before the write is attempted: the races a
-real controller meets between its reads and its fenced, conditional writes.
+few steps first (``SimConfig.interleave_p``), an admin tool may write first
+(``SimConfig.admin_mid_event_p``, ``controller.sim.admin_ops``), and a "zombie" fault expires
+its session at its next write and lets another controller take over before the write is
+attempted: the races a real controller meets between its reads and its fenced, conditional
+writes.
 
 Operations and faults (``controller.sim.ops``) are applied between steps. ``heal`` ends the
 faults, lets the queues drain and timers run for session timeout + 5 s of virtual time, and
@@ -46,6 +48,7 @@ from controller.core.election import UNCLEAN_CONFIG
 from controller.core.events import ShutdownEventThread
 from controller.core.model import TopicPartition
 from controller.invariants import PartitionView, Violation, leaderless_partitions
+from controller.sim.admin_ops import AdminOperations, admin_rng
 from controller.sim.brokers import SimBroker
 from controller.sim.channel import SimChannel, SimTimers
 from controller.sim.observe import Observer
@@ -73,6 +76,7 @@ class SimConfig:
     max_quiet_steps: int = 20_000  # a run that never quiets down is a failure (livelock)
     trace_limit: int = 400  # trace lines kept for a failure report
     flags: Mapping[str, str] = field(default_factory=dict)  # controller config settings
+    admin_mid_event_p: float = 0.05  # per controller ZooKeeper call: an admin acts first
 
 
 class SimController:
@@ -108,11 +112,12 @@ class Timer:
         return (self.due, self.seq) < (other.due, other.seq)
 
 
-class World(Operations):
+class World(Operations, AdminOperations):
     def __init__(self, seed: int, config: SimConfig | None = None) -> None:
         self.seed = seed
         self.config = config or SimConfig()
         self.rng = random.Random(seed)
+        self._admin_rng = admin_rng(seed)  # mid-event admin operations (``admin_ops``)
         self.now = 0.0
         self.steps = 0
         self.trace: deque[str] = deque(maxlen=self.config.trace_limit)
@@ -249,6 +254,7 @@ class World(Operations):
     def _before_call(self, sc: SimController, method: str) -> None:
         if self._nesting:
             return
+        self.maybe_admin_mid_event(sc, method)
         if sc.zombie and method == "multi":
             sc.zombie = False
             self.log(f"c{sc.cid} zombie: its session expires before its write; others run")
