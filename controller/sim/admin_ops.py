@@ -4,7 +4,8 @@ An admin tool writes to ZooKeeper whenever it likes, including between two ZooKe
 a controller processing an event: a topic is created, grown or deleted, a reassignment is
 requested, an admin znode is deleted by hand while the controller is half-way through reading
 or writing the same znodes. ``World._before_call`` applies one of these, with probability
-``SimConfig.admin_mid_event_p`` per controller ZooKeeper call (``maybe_admin_mid_event``).
+``SimConfig.admin_mid_event_p`` per controller ZooKeeper call (``maybe_admin_mid_event``),
+until ``World.heal`` (the admins stop with the faults: the cluster must get quiet).
 
 The decision and the operation draw from a generator of their own (``random.Random`` seeded
 with ``admin-<seed>``), swapped in for the world's while the operation runs: a schedule
@@ -92,7 +93,7 @@ class AdminOperations:
     def maybe_admin_mid_event(self: World, sc: SimController, method: str) -> None:
         """With probability ``admin_mid_event_p``, one admin operation before ``sc``'s call."""
         p = self.config.admin_mid_event_p
-        if not p or self._admin_rng.random() >= p:
+        if not p or not self.admin_mid_event_on or self._admin_rng.random() >= p:
             return
         saved, self.rng = self.rng, self._admin_rng
         try:

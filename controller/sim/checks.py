@@ -12,6 +12,16 @@ Beyond the shared invariants (``controller.invariants``), a quiet simulated clus
 ``sim-brokers-converged``
     Every running broker in a partition's replica set hosts it at the state znode's leader
     and leader epoch (it received the LeaderAndIsr that made it so).
+``sim-cache-coherent`` (topic ids)
+    The active controller's context holds, for every readable topic with partitions, the
+    topic id its znode holds (one it gave a topic created without id included).
+``sim-watch-armed``
+    Every handler registered in the active controller's watch registry has a watch of its
+    kind (data/exists, or children) held by the controller's session in ZooKeeper: a handler
+    without a watch is a notification that never comes. Handlers of znodes that are gone are
+    left out (a dead broker's, a deleted topic's: nothing left to see), except those of
+    ``/controller`` and the two admin request znodes, which must be watched while absent to
+    see them created. A standby need only watch ``/controller``.
 ``sim-isr-within-replicas``
     Every ISR member is one of the partition's replicas, unless its reassignment was
     cancelled or re-targeted (which may leave a replica that was being added alone in the
@@ -36,6 +46,12 @@ ONE_ACTIVE = "sim-one-active-controller"
 CACHE_COHERENT = "sim-cache-coherent"
 CONVERGED = "sim-brokers-converged"
 ISR_WITHIN_REPLICAS = "sim-isr-within-replicas"
+WATCH_ARMED = "sim-watch-armed"
+
+#: Znodes whose handler must hold a watch even while the znode does not exist.
+WATCHED_WHILE_ABSENT = frozenset(
+    {paths.CONTROLLER, paths.REASSIGN_PARTITIONS, paths.PREFERRED_REPLICA_ELECTION}
+)
 
 State = tuple[int, int, tuple[int, ...], int]  # leader, leader epoch, ISR, zkVersion
 
@@ -78,6 +94,23 @@ def quiet_cluster_violations(
         )
         return out
     ctx = active[0].ctl.context  # type: ignore[union-attr]
+    for topic in world.zk.children(paths.BROKERS_TOPICS):
+        if topic in deleting:
+            continue
+        try:
+            data = world.zk.read(paths.topic_path(topic))
+            assignment = codecs.decode_topic_assignment(topic, data, paths.topic_path(topic))
+        except MalformedZnodeError:
+            continue
+        cached_id = ctx.topic_ids.get(topic)
+        if assignment.partitions and cached_id != assignment.topic_id:
+            out.append(
+                Violation(
+                    CACHE_COHERENT,
+                    f"{topic}: controller {active[0].cid} caches topic id {cached_id}, "
+                    f"ZooKeeper has {assignment.topic_id}",
+                )
+            )
     for tp, zk_replicas in sorted(replicas.items()):
         cached = tuple(ctx.partition_replica_assignment(tp))
         if cached != zk_replicas:
@@ -131,11 +164,46 @@ def quiet_cluster_violations(
     return out
 
 
+def watch_violations(world: World) -> list[Violation]:
+    """``sim-watch-armed`` for every running controller (see the module doc)."""
+    out: list[Violation] = []
+    active = world.active_controller()
+    nodes = world.zk.snapshot()
+    for sc in world.controllers.values():
+        if not sc.up or sc.ctl is None or sc.port is None:
+            continue
+        session = sc.port.inner
+        data = {p for p, ws in world.zk._data_watches.items() if any(s is session for s, _ in ws)}
+        child = {p for p, ws in world.zk._child_watches.items() if any(s is session for s, _ in ws)}
+        want_data = {paths.CONTROLLER}
+        want_child: set[str] = set()
+        if sc is active:
+            registry = sc.ctl.gateway.watches
+            want_data |= set(registry._change)
+            for family in registry._children:
+                want_data |= {family.prefix + member for member in family.members}
+            want_child |= set(registry._child)
+        want_data = {p for p in want_data if p in nodes or p in WATCHED_WHILE_ABSENT}
+        want_child = {p for p in want_child if p in nodes}
+        for path in sorted(want_data - data):
+            out.append(
+                Violation(WATCH_ARMED, f"c{sc.cid}: a handler for {path} but no data watch on it")
+            )
+        for path in sorted(want_child - child):
+            out.append(
+                Violation(WATCH_ARMED, f"c{sc.cid}: a child handler for {path} but no child watch")
+            )
+    return out
+
+
 __all__ = [
     "CACHE_COHERENT",
     "CONVERGED",
     "ISR_WITHIN_REPLICAS",
     "ONE_ACTIVE",
+    "WATCHED_WHILE_ABSENT",
+    "WATCH_ARMED",
     "assignments",
     "quiet_cluster_violations",
+    "watch_violations",
 ]

@@ -118,6 +118,7 @@ class World(Operations, AdminOperations):
         self.config = config or SimConfig()
         self.rng = random.Random(seed)
         self._admin_rng = admin_rng(seed)  # mid-event admin operations (``admin_ops``)
+        self.admin_mid_event_on = True  # until ``heal``: admins stop acting, too
         self.now = 0.0
         self.steps = 0
         self.trace: deque[str] = deque(maxlen=self.config.trace_limit)
@@ -371,6 +372,7 @@ class World(Operations, AdminOperations):
         queues drain and timers fire until session timeout + slack of virtual time has passed.
         Returns violations of quiescence (a run that never settles)."""
         self.log("faults stop")
+        self.admin_mid_event_on = False  # else each admin operation may cause more: no quiet
         self.op_repair_topics()
         self.repair_registrations()
         for sc in self.controllers.values():
@@ -423,7 +425,11 @@ class World(Operations, AdminOperations):
         return out
 
     def final_violations(self) -> list[Violation]:
-        from controller.sim.checks import assignments, quiet_cluster_violations
+        from controller.sim.checks import (
+            assignments,
+            quiet_cluster_violations,
+            watch_violations,
+        )
 
         found = self.observer.violations()
         states = self.partition_states()
@@ -436,6 +442,7 @@ class World(Operations, AdminOperations):
         }
         found += leaderless_partitions(views, live, deleting)
         found += quiet_cluster_violations(self, states, deleting, live, replicas)
+        found += watch_violations(self)
         return found
 
 
