@@ -249,6 +249,10 @@ class ControllerElection:
         ctl = self.ctl
         gateway = ctl.gateway
         epoch_zk_version = ctl.context.epoch_zk_version
+        # Startup makes them, but a session lost before Startup was processed preempts it
+        # (Expire); the child watches below are set only on paths that exist. (Kafka's
+        # brokers make them first, in KafkaServer.startup.)
+        gateway.ensure_persistent_paths()
         if ctl.features is not None:
             ctl.features.setup_feature_versioning()  # step 1: /feature, before brokers are read
         for handler in self._child_handlers():

@@ -1,9 +1,6 @@
-"""Controller defects the simulator's checks found and that are not fixed yet (strict xfail:
-the day one is fixed, its test says so)."""
+"""Controller defects the simulator's checks found, replayed deterministically."""
 
 from __future__ import annotations
-
-import pytest
 
 from controller.sim.checks import watch_violations
 from controller.sim.runner import quiet_logs
@@ -11,13 +8,13 @@ from controller.sim.world import SimConfig, World
 from controller.zk import paths
 
 
-@pytest.mark.xfail(strict=True, reason="Startup dropped by Expire: persistent paths never made")
 def test_a_controller_whose_startup_was_dropped_still_sees_topic_deletions() -> None:
     """c100's session expires before it processes Startup: ``clear_and_put(Expire)`` drops
     Startup, so ``ensure_persistent_paths`` never runs; RegisterBrokerAndReelect elects it and
     its failover reads /admin/delete_topics (and /isr_change_notification,
     /log_dir_event_notification, /config/changes) while they do not exist: no child watch.
-    c101's Startup creates them afterwards; a topic deletion is then never processed."""
+    c101's Startup creates them afterwards; a topic deletion was then never processed. The
+    failover now makes the persistent paths itself (found by sim-watch-armed)."""
     with quiet_logs():
         w = World(0, SimConfig(interleave_p=0.0, admin_mid_event_p=0.0))
         for broker in sorted(w.brokers):
