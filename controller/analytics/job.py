@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from controller.analytics import jit, outputs, report
@@ -86,19 +86,30 @@ class _Timer:
             self.timings[name] = round(time.perf_counter() - t0, 2)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _stats(per_epoch: DataFrame) -> list[ClusterStats]:
     """Per-cluster counts, from ``controller.epoch_summary`` (not another timeline scan)."""
     from pyspark.sql import functions as F
 
     rows = per_epoch.groupBy("cluster").agg(
         *[F.sum(n).alias(n) for n in ("lines", "bad", "duplicates", "not_ok", "records")],
-        F.min("first_seen_ts").alias("first_ts"),
-        F.max("last_seen_ts").alias("last_ts"),
+        # As microseconds: collect() gives naive datetimes in the driver's local time zone
+        # (wrong in the report, shifted across a DST change, and not comparable with --from).
+        F.unix_micros(F.min("first_seen_ts")).alias("first_ts"),
+        F.unix_micros(F.max("last_seen_ts")).alias("last_ts"),
     ).collect()
-    return sorted(
-        (ClusterStats(**{k: r[k] for k in r.asDict()}) for r in rows),
-        key=lambda s: s.cluster or "",
-    )
+    stats = []
+    for r in rows:
+        values = r.asDict()
+        values["first_ts"], values["last_ts"] = _utc(values["first_ts"]), _utc(values["last_ts"])
+        stats.append(ClusterStats(**values))
+    return sorted(stats, key=lambda s: s.cluster or "")
+
+
+def _utc(micros: int | None) -> datetime | None:
+    return None if micros is None else _EPOCH + timedelta(microseconds=micros)
 
 
 def _periods(spark: SparkSession, stats: list[ClusterStats], cfg: JobConfig) -> DataFrame:

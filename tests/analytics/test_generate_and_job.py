@@ -205,3 +205,50 @@ def test_generate_to_a_pipe_whose_reader_goes_away(tmp_path: Path) -> None:
     assert first.startswith(b'{"ts":')
     assert "Traceback" not in stderr, stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_one_period_bound_alone_and_utc_whatever_the_local_time_zone(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --from or --to alone took the other end from the log, as naive local-time datetimes:
+    # comparing them with the (UTC) bound crashed the job, and a driver outside UTC printed
+    # local times as UTC.
+    import time as time_module
+    from datetime import UTC, datetime
+
+    from controller.analytics.job import JobConfig, analyze
+
+    log = tmp_path / "in" / "log.jsonl"
+    lines = [
+        {"ts": "2026-11-22T10:00:00.000000Z", "to_state": "NewPartition"},
+        {"ts": "2026-11-22T10:00:01.000000Z", "to_state": "OnlinePartition",
+         "from_state": "NewPartition", "leader": 1},
+        {"ts": "2026-11-22T12:30:00.000000Z", "to_state": "OnlinePartition",
+         "from_state": "OnlinePartition", "leader": 1, "isr": [1]},
+    ]  # fmt: skip
+    base = {"seq": 0, "controller_id": 0, "controller_epoch": 1, "kind": "partition",
+            "topic": "t", "partition": 0, "replica": None, "from_state": None,
+            "leader": -1, "leader_epoch": 0, "isr": [1, 2], "election": None,
+            "event": "TopicChange", "result": "ok", "error": None}  # fmt: skip
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(json.dumps({**base, "seq": i, **r}) + "\n" for i, r in enumerate(lines)))
+    monkeypatch.setenv("TZ", "America/New_York")
+    time_module.tzset()
+    try:
+        start = datetime(2026, 11, 22, 10, 30, tzinfo=UTC)
+        result = analyze(
+            spark, JobConfig(inputs=[str(log)], output=str(tmp_path / "a"), start=start)
+        )
+        [stats] = result.clusters
+        assert stats.period_start == start
+        assert stats.period_end == datetime(2026, 11, 22, 12, 30, tzinfo=UTC)
+        end = datetime(2026, 11, 22, 11, 0, tzinfo=UTC)
+        result = analyze(spark, JobConfig(inputs=[str(log)], output=str(tmp_path / "b"), end=end))
+        [stats] = result.clusters
+        assert (stats.period_start, stats.period_end) == (
+            datetime(2026, 11, 22, 10, 0, tzinfo=UTC), end
+        )
+        assert "2026-11-22 10:00:00" in (tmp_path / "b" / "report.html").read_text()
+    finally:
+        monkeypatch.undo()
+        time_module.tzset()
