@@ -61,6 +61,8 @@ EV_PREFERRED = "ReplicaLeaderElection"
 EV_AUTO_PREFERRED = "AutoPreferredReplicaLeaderElection"
 EV_ISR_CHANGE = "IsrChangeNotification"
 EV_CONTROLLER_CHANGE = "ControllerChange"
+# The events a controller's failover (and so its records of the state it finds) runs in.
+EV_FAILOVER = ("Startup", "Reelect", "ControllerChange", "RegisterBrokerAndReelect")
 
 # Column holding the raw text of lines Spark could not parse.
 CORRUPT_COLUMN = "_corrupt_record"

@@ -81,7 +81,8 @@ class PartitionStateMachine:
                 ctx.put_partition_state(tp, Online)
             else:
                 ctx.put_partition_state(tp, Offline)
-                offline.append((tp, NonExistent, info.leader_and_isr, None))
+                if not ctx.is_topic_queued_up_for_deletion(tp.topic):  # going, not an outage
+                    offline.append((tp, NonExistent, info.leader_and_isr, None))
         # Kafka logs nothing here. A partition found leaderless by a new controller (its
         # leader died with the old one) is recorded, or the outage is missing from the
         # state-change log until its next transition (the analytics read outages from it).

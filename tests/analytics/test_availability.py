@@ -204,3 +204,41 @@ def test_failed_records_are_not_transitions(spark, tmp_path: Path) -> None:
     a = analyze_lines(spark, tmp_path, log.lines)
     windows = a["unavailability_windows"].collect()
     assert [(w.duration_s, w.end_reason) for w in windows] == [(100.0, "recovered")]
+
+
+_INSTANTS = ("start_known", "unix_micros(start_ts) AS start_us", "unix_micros(end_ts) AS end_us",
+             "duration_s")
+
+
+def _us(seconds: float) -> int:
+    return round(at(seconds).timestamp() * 1_000_000)
+
+
+def test_a_partition_a_new_controller_finds_offline_is_an_outage_of_unknown_start(
+    spark, tmp_path: Path
+) -> None:
+    # The controller records a partition it finds without a live leader at its failover as
+    # NonExistentPartition -> OfflinePartition. With the previous controller's lines the
+    # outage starts there; in the new controller's own log alone (its first record) it was
+    # offline since before the log: start unknown, kept out of MTTR.
+    alone = Log(controller_id=2, epoch=6)
+    alone.part(50, "b", 0, "NonExistentPartition", "OfflinePartition", -1, [1], None,
+               "ControllerChange")  # fmt: skip
+    alone.online(120, "b", 0, leader=1, isr=[1])
+    (tmp_path / "alone").mkdir()
+    a = analyze_lines(spark, tmp_path / "alone", alone.lines)
+    [w] = a["unavailability_windows"].selectExpr(*_INSTANTS).collect()
+    assert (w.start_known, w.start_us, w.end_us) == (False, None, _us(120))
+    [summary] = a["availability_summary"].where("topic IS NULL").collect()
+    assert summary.mttr_p50_s is None
+
+    merged = Log()
+    merged.create(0, "b", 0, [1])
+    merged.new_controller(40, controller_id=2)
+    merged.part(50, "b", 0, "NonExistentPartition", "OfflinePartition", -1, [1], None,
+                "ControllerChange")  # fmt: skip
+    merged.online(120, "b", 0, leader=1, isr=[1])
+    (tmp_path / "merged").mkdir()
+    a = analyze_lines(spark, tmp_path / "merged", merged.lines)
+    [w] = a["unavailability_windows"].selectExpr(*_INSTANTS).collect()
+    assert (w.start_known, w.start_us, w.end_us, w.duration_s) == (True, _us(50), _us(120), 70.0)

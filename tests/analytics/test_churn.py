@@ -209,3 +209,24 @@ def test_a_topic_re_created_under_the_same_name_starts_afresh(spark, tmp_path: P
         for b in a["broker_churn_daily"].collect()
     }
     assert brokers == {1: (1, 1, 0, 0), 3: (1, 0, 0, 0)}, brokers
+
+
+def test_a_broker_first_seen_down_by_a_new_controller_is_a_down_event(
+    spark, tmp_path: Path
+) -> None:
+    # The broker died with the old controller: the new one records its replicas offline in
+    # its failover's event. Once, however long it stays down.
+    log = Log()
+    for p in range(2):
+        log.create(0, "t", p, [1, 2])
+    log.new_controller(100, controller_id=2)
+    for p in range(2):
+        log.replica(101, "t", p, 1, "ReplicaDeletionIneligible", "OfflineReplica", 2, [2],
+                    event="ControllerChange")  # fmt: skip
+    log.new_controller(200, controller_id=3)
+    for p in range(2):  # a second failover while it is still down: not a second event
+        log.replica(201, "t", p, 1, "ReplicaDeletionIneligible", "OfflineReplica", 2, [2],
+                    event="Reelect")  # fmt: skip
+    a = analyze_lines(spark, tmp_path, log.lines)
+    row = a["broker_churn_daily"].where("broker = 1").collect()[0]
+    assert (row.down_events, row.replicas_offline) == (1, 4)

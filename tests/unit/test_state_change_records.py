@@ -103,3 +103,25 @@ def test_a_partition_a_new_controller_finds_leaderless_is_recorded_offline() -> 
         ("t", 0, "NonExistentPartition")
     ]
     assert offline[0]["event"] == "Startup" and offline[0]["election"] is None
+
+
+def test_a_leaderless_partition_of_a_topic_being_deleted_is_not_recorded_offline() -> None:
+    # Its deletion waits for its dead broker: the topic going away, not an outage (recorded
+    # offline, it showed as hours of unavailability in the analytics).
+    zk = MemoryZooKeeper()
+    old = ControllerHarness(controller_id=1, zk=zk)
+    old.register_broker(1)
+    old.register_broker(2)
+    old.create_topic("t", {0: [1], 1: [2]}, in_context=False)
+    old.start()
+    old.kill_broker(1)
+    old.drain()
+    old.admin.create(paths.delete_topic_path("t"), makepath=True)
+    old.drain()
+    zk.expire(old.port.inner, reconnect=False)
+    new = ControllerHarness(controller_id=2, zk=zk)
+    new.broker_sessions = old.broker_sessions
+    new.start()
+    assert new.controller.is_active and new.ctx.is_topic_queued_up_for_deletion("t")
+    assert new.state_changes("partition", from_state="NonExistentPartition",
+                             to_state="OfflinePartition") == []  # fmt: skip

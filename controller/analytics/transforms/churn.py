@@ -101,7 +101,9 @@ def emit(bounds: Bounds) -> list[Column]:
                         isr_additions=1),
         DOWN_SECOND.emit(
             replica & c("to_state").isin(S.OFFLINE_REPLICA, S.ONLINE_REPLICA)
-            & c("event").isin(S.EV_BROKER_CHANGE, S.EV_CONTROLLED_SHUTDOWN),
+            # A failover's records count too: a broker that died with the old controller is
+            # first seen down there (a broker long down is not counted twice: see below).
+            & c("event").isin(S.EV_BROKER_CHANGE, S.EV_CONTROLLED_SHUTDOWN, *S.EV_FAILOVER),
             broker=c("replica"), second=F.floor(us / 1_000_000),
             net_offline=F.when(c("to_state") == S.OFFLINE_REPLICA, 1).otherwise(-1),
         ),

@@ -68,6 +68,21 @@ def phase_after() -> Column:
     ).cast("tinyint")
 
 
+def _phase_from() -> Column:
+    """The phase a partition record says the partition was in (used for its first record).
+
+    NonExistentPartition -> OfflinePartition is no transition of Kafka's state machine: it is
+    a new controller recording a partition it found without a live leader, which was so since
+    before (an outage of unknown start, like a first record that leaves OfflinePartition)."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    return F.when(
+        (c("from_state") == S.NON_EXISTENT_PARTITION) & (c("to_state") == S.OFFLINE_PARTITION),
+        F.lit(OFFLINE).cast("tinyint"),
+    ).otherwise(_phase_of_state(c("from_state")))
+
+
 def timeline(records: DataFrame) -> DataFrame:
     """``ingest.clean`` output in, one row per input row out, with carried-forward state.
 
@@ -114,7 +129,7 @@ def timeline(records: DataFrame) -> DataFrame:
         F.when(bad, F.struct("bad_reason", "raw", "source_file")).alias("_bad"),
         usable.alias("usable"),
         F.when(is_part, phase).alias("_phase"),
-        F.when(is_part, _phase_of_state(c("from_state"))).alias("_phase_from"),
+        F.when(is_part, _phase_from()).alias("_phase_from"),
         F.when(usable & is_part, pref_hint).alias("_pref_hint"),
     )
     w = Window.partitionBy("_pkey").orderBy(*ORDER)
