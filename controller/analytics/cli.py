@@ -111,12 +111,38 @@ def run_from_args(args: argparse.Namespace) -> int:
         if type(exc).__name__ == "AnalysisException":
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        if type(exc).__name__ == "Py4JJavaError":
+            # One line, the JVM's root cause, not a Python and a Java traceback.
+            cause = _java_root_cause(exc)
+            print(f"error: {cause}", file=sys.stderr)
+            if "FileSystem" in cause or "ClassNotFoundException" in cause:
+                print(_CONNECTOR_HINT, file=sys.stderr)
+                return 2
+            return 1
         raise
     print(result.summary)
     print(f"bad records: {result.bad:,} (in {result.output}/bad_records)")
     if result.report_path:
         print(f"report: {result.report_path}")
     return 0
+
+
+_CONNECTOR_HINT = (
+    "hint: an input URI's scheme needs its Hadoop connector on Spark's classpath, e.g. "
+    "--conf spark.jars.packages=org.apache.hadoop:hadoop-aws:<Spark's Hadoop version> for "
+    "s3a:// (docs/analytics.md)"
+)
+
+
+def _java_root_cause(exc: BaseException) -> str:
+    """The innermost Java exception of a py4j error, as ``Class: message``."""
+    try:
+        cause = exc.java_exception  # type: ignore[attr-defined]
+        while cause.getCause() is not None:
+            cause = cause.getCause()
+        return str(cause.toString())
+    except Exception:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:

@@ -252,3 +252,17 @@ def test_one_period_bound_alone_and_utc_whatever_the_local_time_zone(
     finally:
         monkeypatch.undo()
         time_module.tzset()
+
+
+def test_an_input_scheme_without_its_connector_is_one_clear_error(tmp_path: Path) -> None:
+    # gs:// without Google's connector: the JVM's ClassNotFoundException in one line and a
+    # hint, exit 2; not a Python and a Java traceback.
+    done = subprocess.run(
+        [sys.executable, "-m", "controller", "analyze", "run", "--input", "gs://bucket/logs/",
+         "--output", str(tmp_path / "out"), "--master", "local[1]"],
+        capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "error: java.lang.ClassNotFoundException" in done.stderr
+    assert "hint: an input URI's scheme needs its Hadoop connector" in done.stderr
+    assert "Traceback" not in done.stderr
