@@ -169,6 +169,19 @@ def write_text(spark: SparkSession, uri: str, text: str) -> None:
         stream.close()
 
 
+def _has_parquet_files(spark: SparkSession, uri: str) -> bool:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    files = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).listFiles(
+        path, True
+    )
+    while files.hasNext():
+        if files.next().getPath().getName().endswith(".parquet"):
+            return True
+    return False
+
+
 def _write(ds: outputs.Dataset, base: str) -> None:
     from pyspark.sql import functions as F
 
@@ -176,8 +189,13 @@ def _write(ds: outputs.Dataset, base: str) -> None:
     ds.df.sparkSession.sparkContext.setJobDescription(f"write {ds.name}")
     if ds.by_date:
         # one file per date, not one per task and date
-        ds.df.repartition(F.col("dt")).write.mode("overwrite").partitionBy("dt").parquet(
-            f"{base}/{ds.name}")
+        uri = f"{base}/{ds.name}"
+        ds.df.repartition(F.col("dt")).write.mode("overwrite").partitionBy("dt").parquet(uri)
+        if not _has_parquet_files(ds.df.sparkSession, uri):
+            # No rows (no unclean election in the period, the common case): a partitioned
+            # write leaves no file, and a reader could not tell the schema. One empty file
+            # carries it.
+            ds.df.limit(0).coalesce(1).write.mode("append").parquet(uri)
     else:
         ds.df.coalesce(1).write.mode("overwrite").parquet(f"{base}/{ds.name}")
 

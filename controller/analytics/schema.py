@@ -60,6 +60,8 @@ EV_REASSIGNMENT = "ZkPartitionReassignment"
 EV_PREFERRED = "ReplicaLeaderElection"
 EV_AUTO_PREFERRED = "AutoPreferredReplicaLeaderElection"
 EV_ISR_CHANGE = "IsrChangeNotification"
+EV_ALTER_PARTITION = "AlterPartitionReceived"
+EV_REELECT = "Reelect"
 EV_CONTROLLER_CHANGE = "ControllerChange"
 # The events a controller's failover (and so its records of the state it finds) runs in.
 EV_FAILOVER = ("Startup", "Reelect", "ControllerChange", "RegisterBrokerAndReelect")

@@ -249,6 +249,10 @@ def test_one_period_bound_alone_and_utc_whatever_the_local_time_zone(
             datetime(2026, 11, 22, 10, 0, tzinfo=UTC), end
         )
         assert "2026-11-22 10:00:00" in (tmp_path / "b" / "report.html").read_text()
+        # No unclean election: the dataset is still readable without being told its schema
+        # (a partitioned write of no rows leaves no file).
+        empty = spark.read.parquet(str(tmp_path / "b" / "unclean_elections"))
+        assert empty.count() == 0 and "dt" in empty.columns and "topic" in empty.columns
     finally:
         monkeypatch.undo()
         time_module.tzset()

@@ -102,7 +102,10 @@ class ClusterSim:
         error: str | None = None,
     ) -> None:
         seq = self._tick()
-        known = to != S.NEW_PARTITION and frm != S.NON_EXISTENT_PARTITION
+        # A partition found offline at a failover (NonExistent -> Offline) has its state.
+        known = to != S.NEW_PARTITION and (
+            frm != S.NON_EXISTENT_PARTITION or to == S.OFFLINE_PARTITION
+        )
         self.w.emit(
             self.clock, seq, self.controller, self.epoch, S.KIND_PARTITION, p.topic, p.index,
             None, frm, to, p.leader if known else None, p.leader_epoch if known else None,
@@ -363,11 +366,18 @@ class ClusterSim:
     def _isr_add(self, p: Part, b: int) -> None:
         members = {*p.isr, b}
         p.isr = [r for r in p.replicas if r in members]
-        self._prec(p, S.ONLINE_PARTITION, S.ONLINE_PARTITION, None, S.EV_ISR_CHANGE)
+        self._prec(p, S.ONLINE_PARTITION, S.ONLINE_PARTITION, None, self._isr_event(p))
 
     def _isr_remove(self, p: Part, b: int) -> None:
         p.isr = [r for r in p.isr if r != b]
-        self._prec(p, S.ONLINE_PARTITION, S.ONLINE_PARTITION, None, S.EV_ISR_CHANGE)
+        self._prec(p, S.ONLINE_PARTITION, S.ONLINE_PARTITION, None, self._isr_event(p))
+
+    @staticmethod
+    def _isr_event(p: Part) -> str:
+        # Brokers change ISRs with AlterPartition; a few partitions' leaders are legacy
+        # brokers writing ISR-change notifications. By partition, not drawn: the random
+        # stream (and so every log of a given seed) stays as it was.
+        return S.EV_ISR_CHANGE if p.index % 5 == 0 else S.EV_ALTER_PARTITION
 
     def _auto_preferred(self, b: int) -> None:
         for p in self.hosted[b]:
@@ -432,6 +442,12 @@ class ClusterSim:
         self.controller = self.rng.choice(candidates)
         self.epoch += 1
         self._crec(None, S.CONTROLLER_ELECTED)
+        # As the controller does: the partitions it finds without a live leader.
+        for parts in self.topics.values():
+            for p in parts:
+                if p.state == S.OFFLINE_PARTITION:
+                    self._prec(p, S.NON_EXISTENT_PARTITION, S.OFFLINE_PARTITION, None,
+                               S.EV_REELECT)  # fmt: skip
         size = sum(len(parts) for parts in self.topics.values())
         self.clock += self._seconds(0.2, 2.0) + size * 400  # loading state from ZooKeeper
         self._crec(S.CONTROLLER_ELECTED, S.CONTROLLER_READY)
@@ -523,5 +539,7 @@ def size_for(records: int, index: int) -> tuple[int, int]:
     come from bigger clusters, so incidents stay realistic in size at any scale."""
     factor = (1.0, 0.5, 1.6, 0.8, 1.2)[index % 5]
     partitions = int(min(6000, max(12, records / 1500)) * factor)
-    brokers = int(min(30, max(3, round(math.sqrt(partitions) / 3))))
+    # At least one broker more than the replication factor (3), or no reassignment can move
+    # a replica anywhere.
+    brokers = int(min(30, max(4, round(math.sqrt(partitions) / 3))))
     return brokers, max(6, partitions)
