@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import io
 import itertools
 import random
 from collections import deque
@@ -59,6 +60,7 @@ from controller.sim.zk import (
     delivery_session,
     is_session_state,
 )
+from controller.state_change_log import StateChangeLog
 from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError
 
@@ -138,6 +140,7 @@ class World(Operations, AdminOperations):
         self.controllers = {c: SimController(c) for c in self.config.controllers}
         self.topic_seq = itertools.count()
         self.unreadable_topics: list[str] = []  # written malformed, not repaired yet
+        self.state_change_logs: list[io.StringIO] = []  # one per controller process
 
     def _dispatch(self, delivery: Action) -> None:
         if is_session_state(delivery):
@@ -222,7 +225,14 @@ class World(Operations, AdminOperations):
             on_unfenced_write=partial(self.observer.on_unfenced_write, cid),
         )
         sc.channel = SimChannel(cid)
-        ctl = Controller(self._controller_config(cid), port, sc.channel)  # type: ignore[arg-type]
+        scl = io.StringIO()
+        self.state_change_logs.append(scl)
+        ctl = Controller(
+            self._controller_config(cid),
+            port,  # type: ignore[arg-type]
+            sc.channel,  # type: ignore[arg-type]
+            state_change_log=StateChangeLog(scl, cid, clock_ns=lambda: int(self.now * 1e9)),
+        )
         ctl.scheduler = SimTimers(self.schedule, self.cancel)  # type: ignore[assignment]
         record = ctl.record_unclean_election
 
@@ -430,6 +440,7 @@ class World(Operations, AdminOperations):
             quiet_cluster_violations,
             watch_violations,
         )
+        from controller.sim.scl_check import scl_violations
 
         found = self.observer.violations()
         states = self.partition_states()
@@ -443,6 +454,7 @@ class World(Operations, AdminOperations):
         found += leaderless_partitions(views, live, deleting)
         found += quiet_cluster_violations(self, states, deleting, live, replicas)
         found += watch_violations(self)
+        found += scl_violations(self, states, deleting)
         return found
 
 

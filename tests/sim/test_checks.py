@@ -98,3 +98,21 @@ def test_admin_operations_land_in_the_middle_of_events() -> None:
         violations = w.heal() + w.final_violations()
     assert any("admin acts while" in line for line in lines)
     assert violations == []
+
+
+def test_a_leadership_change_missing_from_the_state_change_log_is_flagged(world: World) -> None:
+    from controller.core.model import LeaderIsrAndControllerEpoch
+    from controller.sim.scl_check import SCL_MATCHES_ZK
+    from controller.zk import codecs
+
+    # Shrink an ISR in ZooKeeper behind the controller's back: nothing recorded it.
+    topic = world._topics()[0]
+    path = paths.partition_state_path(topic, 0)
+    data, _ = world.admin.get(path)
+    state = codecs.decode_partition_state(data, path)
+    lai = state.leader_and_isr
+    shrunk = LeaderIsrAndControllerEpoch(
+        type(lai)(lai.leader, lai.leader_epoch, (lai.leader,)), state.controller_epoch
+    )
+    world.admin.set(path, codecs.encode_partition_state(shrunk))
+    assert any(f"{topic}-0" in m for m in _flagged(world, SCL_MATCHES_ZK))
