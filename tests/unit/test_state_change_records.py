@@ -82,16 +82,22 @@ def test_isr_change_notifications_are_recorded_once_per_change() -> None:
     assert [(r["isr"], r["event"]) for r in recorded] == [([1], "IsrChangeNotification")]
 
 
+def _controller_of_t(zk: MemoryZooKeeper) -> ControllerHarness:
+    """Controller 1, active, with brokers 1 and 2 and topic t: t-0 on broker 1, t-1 on 2."""
+    h = ControllerHarness(controller_id=1, zk=zk)
+    h.register_broker(1)
+    h.register_broker(2)
+    h.create_topic("t", {0: [1], 1: [2]}, in_context=False)
+    h.start()
+    return h
+
+
 def test_a_partition_a_new_controller_finds_leaderless_is_recorded_offline() -> None:
     # The old controller died with the partition's only replica: the new one finds the
     # partition without a live leader and cannot elect one. Without a record, the outage
     # would be missing from the log until the partition's next transition.
     zk = MemoryZooKeeper()
-    old = ControllerHarness(controller_id=1, zk=zk)
-    old.register_broker(1)
-    old.register_broker(2)
-    old.create_topic("t", {0: [1], 1: [2]}, in_context=False)
-    old.start()
+    old = _controller_of_t(zk)
     zk.expire(old.port.inner, reconnect=False)
     old.kill_broker(1)
     new = ControllerHarness(controller_id=2, zk=zk)
@@ -109,11 +115,7 @@ def test_a_leaderless_partition_of_a_topic_being_deleted_is_not_recorded_offline
     # Its deletion waits for its dead broker: the topic going away, not an outage (recorded
     # offline, it showed as hours of unavailability in the analytics).
     zk = MemoryZooKeeper()
-    old = ControllerHarness(controller_id=1, zk=zk)
-    old.register_broker(1)
-    old.register_broker(2)
-    old.create_topic("t", {0: [1], 1: [2]}, in_context=False)
-    old.start()
+    old = _controller_of_t(zk)
     old.kill_broker(1)
     old.drain()
     old.admin.create(paths.delete_topic_path("t"), makepath=True)
