@@ -44,12 +44,12 @@ from controller.zk.errors import (
 from controller.zk.fenced import FencedWriter
 from controller.zk.gateway_admin import AdminZnodes
 from controller.zk.gateway_cluster import ClusterZnodes
+from controller.zk.gateway_topics import TopicZnodes
 from controller.zk.port import (
     Create,
     Delete,
     Op,
     OpResult,
-    ReadResult,
     SetData,
     ZkPort,
     ZnodeStat,
@@ -63,7 +63,6 @@ from controller.zk.watches import (
 
 log = structlog.get_logger("controller.zk.gateway")
 
-MATCH_ANY_VERSION = -1
 _BROKER_ID = re.compile(r"0|[1-9][0-9]{0,9}")  # canonical decimal, as brokers name their znode
 
 
@@ -75,7 +74,7 @@ class UpdateLeaderAndIsrResult:
     to_retry: set[TopicPartition]
 
 
-class ZkGateway(AdminZnodes, ClusterZnodes):
+class ZkGateway(AdminZnodes, ClusterZnodes, TopicZnodes):
     def __init__(self, port: ZkPort, *, read_batch: int = 1000) -> None:
         self.port = port
         self.watches = WatchRegistry()
@@ -284,173 +283,6 @@ class ZkGateway(AdminZnodes, ClusterZnodes):
             return None
         data, _version, czxid = got
         return BrokerAndEpoch(codecs.decode_broker(broker_id, data, path), czxid)
-
-    # -- topics --------------------------------------------------------------------------
-
-    def get_all_topics(self, *, watch: bool = True) -> set[str]:
-        return set(self.get_children(paths.BROKERS_TOPICS, watch=watch))
-
-    def get_topic_assignments(self, topics: Iterable[str]) -> dict[str, TopicAssignment]:
-        """Assignments and ids of topics; an absent topic gives an empty assignment.
-
-        Data watches are armed for topics with a registered handler (PartitionModifications),
-        as Kafka's read does, by the port's watched batch read: a write landing after the read
-        is always notified. Malformed topic znodes are logged and left out.
-        """
-        topic_list = list(topics)
-        results = self._get_many_watching([paths.topic_path(t) for t in topic_list])
-        out: dict[str, TopicAssignment] = {}
-        for topic, res in zip(topic_list, results, strict=True):
-            if not res.ok:
-                out[topic] = TopicAssignment(topic, None, {})
-                continue
-            try:
-                out[topic] = codecs.decode_topic_assignment(topic, res.data, res.path)
-            except MalformedZnodeError as exc:
-                log.error("ignoring malformed topic znode", path=res.path, error=exc.problem)
-        return out
-
-    def _get_many_watching(self, path_list: list[str]) -> list[ReadResult]:
-        """Batched reads that arm the data watch of every path with a registered handler, the
-        way a watched ``get`` would (one ``exists`` per path cost ~90 us of kazoo each: 9 s
-        for 100,000 topics)."""
-        watched = [p for p in path_list if self.watches.data_watcher(p) is not None]
-        if not watched:
-            return self._get_many(path_list)
-        callback = self.watches.data_watcher(watched[0])
-        assert callback is not None
-        step = self._read_batch * 10
-        by_path: dict[str, ReadResult] = {}
-        for start in range(0, len(watched), step):
-            for res in self.port.get_many_watched(watched[start : start + step], callback):
-                by_path[res.path] = res
-        rest = [p for p in path_list if p not in by_path]
-        for res in self._get_many(rest):
-            by_path[res.path] = res
-        return [by_path[p] for p in path_list]
-
-    def set_topic_assignment(self, assignment: TopicAssignment, epoch_zk_version: int) -> None:
-        """Fenced, unconditional rewrite of ``/brokers/topics/T`` (setTopicAssignmentRaw)."""
-        path = paths.topic_path(assignment.topic)
-        result = self._writer.run_one(
-            [SetData(path, codecs.encode_topic_assignment(assignment), MATCH_ANY_VERSION)],
-            epoch_zk_version,
-        )
-        if isinstance(result, ZkError):
-            raise result
-
-    def merge_topic_assignment(self, assignment: TopicAssignment, epoch_zk_version: int) -> None:
-        """Fenced rewrite of ``/brokers/topics/T`` that keeps partitions the controller does
-        not know yet, conditional on the version it read (re-read on BADVERSION).
-
-        Kafka's ``setTopicAssignmentRaw`` writes the controller's cached assignment blindly, so
-        partitions an admin adds while the controller is about to rewrite the topic (a
-        reassignment step) were lost: the controller never learns of them, since
-        its own write removes them before it reads the znode. Partitions in both keep the
-        controller's value (pitfall 13). ``NoNodeError`` when the topic znode is gone.
-        """
-        path = paths.topic_path(assignment.topic)
-        while True:
-            data, stat = self.port.get(path)
-            partitions = dict(assignment.partitions)
-            topic_id = assignment.topic_id
-            try:
-                current = codecs.decode_topic_assignment(assignment.topic, data, path)
-            except MalformedZnodeError:
-                current = None  # overwritten with the controller's view, as Kafka would
-            if current is not None:
-                for p, ra in current.partitions.items():
-                    partitions.setdefault(p, ra)
-                topic_id = topic_id or current.topic_id
-            merged = TopicAssignment(assignment.topic, topic_id, partitions)
-            result = self._writer.run_one(
-                [SetData(path, codecs.encode_topic_assignment(merged), stat.version)],
-                epoch_zk_version,
-            )
-            if isinstance(result, BadVersionError):
-                continue  # written meanwhile: merge with the new content
-            if isinstance(result, ZkError):
-                raise result
-            return
-
-    def set_topic_ids(
-        self, topic_ids: Mapping[str, str], epoch_zk_version: int
-    ) -> dict[str, TopicAssignment | Exception]:
-        """Write each topic's new id onto its znode's current content, fenced and conditional
-        on the version read (re-read on BADVERSION); a topic that has an id by then keeps it.
-        Gives each topic's assignment as written (or found), else its error.
-
-        Kafka's ``setTopicIds`` writes the assignment it read blindly: partitions an admin
-        added in between were lost for good (the controller never learns of them).
-        """
-        out: dict[str, TopicAssignment | Exception] = {}
-        todo = dict(topic_ids)
-        while todo:
-            topics = list(todo)
-            reads = self._get_many([paths.topic_path(t) for t in topics])
-            items: dict[str, list[Op]] = {}
-            written: dict[str, TopicAssignment] = {}
-            for topic, res in zip(topics, reads, strict=True):
-                if not res.ok or res.stat is None:
-                    out[topic] = res.error or NoNodeError("no topic znode", res.path)
-                    continue
-                try:
-                    current = codecs.decode_topic_assignment(topic, res.data or b"", res.path)
-                except MalformedZnodeError as exc:
-                    out[topic] = exc
-                    continue
-                if current.topic_id is not None:
-                    out[topic] = current  # given one meanwhile (or our write's lost reply)
-                    continue
-                written[topic] = TopicAssignment(topic, todo[topic], current.partitions)
-                data = codecs.encode_topic_assignment(written[topic])
-                items[topic] = [SetData(res.path, data, res.stat.version)]
-            retry: dict[str, str] = {}
-            for topic, result in self._writer.run(items, epoch_zk_version).items():
-                if isinstance(result, BadVersionError):
-                    retry[topic] = todo[topic]  # written meanwhile: merge with the new content
-                elif isinstance(result, ZkError):
-                    out[topic] = result
-                else:
-                    out[topic] = written[topic]
-            todo = retry
-        return out
-
-    def get_topic_partition_children(self, topic: str) -> list[int]:
-        out = []
-        for child in self.get_children(paths.topic_partitions_path(topic), watch=False):
-            try:
-                out.append(int(child))
-            except ValueError:
-                continue
-        return sorted(out)
-
-    def get_topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str] | Exception]:
-        """Per-topic overrides from ``/config/topics/T``; absent gives {}; errors per topic."""
-        topic_list = list(topics)
-        out: dict[str, dict[str, str] | Exception] = {}
-        results = self._get_many([paths.topic_config_path(t) for t in topic_list])
-        for topic, res in zip(topic_list, results, strict=True):
-            if isinstance(res.error, NoNodeError):
-                out[topic] = {}
-            elif res.error is not None:
-                out[topic] = res.error
-            else:
-                try:
-                    out[topic] = codecs.decode_topic_config(res.data, res.path)
-                except MalformedZnodeError as exc:
-                    out[topic] = exc
-        return out
-
-    def get_broker_default_config(self) -> dict[str, str]:
-        """Cluster-wide dynamic broker configs (``/config/brokers/<default>``, written by
-        ``kafka-configs.sh --entity-type brokers --entity-default``); {} when absent.
-        Raises ``MalformedZnodeError`` for an unreadable znode."""
-        try:
-            data, _ = self.port.get(paths.BROKER_DEFAULT_CONFIG)
-        except NoNodeError:
-            return {}
-        return codecs.decode_topic_config(data, paths.BROKER_DEFAULT_CONFIG)  # same format
 
     # -- partition state -----------------------------------------------------------------
 

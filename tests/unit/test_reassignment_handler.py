@@ -29,7 +29,7 @@ from controller.core.model import (
     ReplicaAssignment,
     TopicPartition,
 )
-from controller.handlers.reassignment import maybe_build_reassignment, validate_replicas
+from controller.core.reassignment import maybe_build_reassignment, validate_replicas
 from controller.zk import codecs, paths
 from tests.harness import ControllerHarness
 
