@@ -318,7 +318,8 @@ class ClusterSim:
             return
         self.live.discard(b)
         if b == self.controller:  # the controller's broker died with it: no resignation
-            self._elect_controller(crashed=True)
+            self._fail_with_controller(b)
+            return
         ev = S.EV_BROKER_CHANGE
         hosted = self.hosted[b]
         led = [p for p in hosted if p.state == S.ONLINE_PARTITION and p.leader == b]
@@ -338,6 +339,25 @@ class ClusterSim:
                 else:  # the last ISR member: ZooKeeper keeps it in the ISR, with no leader
                     p.leader = S.NO_LEADER
             self._rrec(p, b, S.ONLINE_REPLICA, S.OFFLINE_REPLICA, ev)
+
+    def _fail_with_controller(self, b: int) -> None:
+        """The controller's own broker died: nobody records the failure as it happens. The
+        next controller finds the partitions b led without a live leader when it loads the
+        cluster (NonExistent -> Offline) and elects them in its failover, as Kafka's
+        ``onControllerFailover`` does; b's replicas start out ineligible (no record), and the
+        leaders of the partitions b followed drop it from their ISRs once it lags."""
+        for p in self.hosted[b]:
+            if p.state == S.ONLINE_PARTITION and p.leader == b:
+                p.state, p.leader = S.OFFLINE_PARTITION, S.NO_LEADER
+        self.shut_down.pop(b, None)
+        self._elect_controller(crashed=True)
+        lag = self._seconds(10, 30)  # replica.lag.time.max.ms
+        for p in self.hosted[b]:
+            self._later(lag, self._drop_lagging, p, b)
+
+    def _drop_lagging(self, p: Part, b: int) -> None:
+        if p.state == S.ONLINE_PARTITION and b not in self.live and b in p.isr and b != p.leader:
+            self._isr_remove(p, b)
 
     def _return(self, b: int) -> None:
         if b in self.live:
@@ -448,6 +468,11 @@ class ClusterSim:
                 if p.state == S.OFFLINE_PARTITION:
                     self._prec(p, S.NON_EXISTENT_PARTITION, S.OFFLINE_PARTITION, None,
                                S.EV_REELECT)  # fmt: skip
+        # ... and elects them (the offline ones with a live replica come back online).
+        for parts in list(self.topics.values()):
+            for p in parts:
+                if p.state == S.OFFLINE_PARTITION:
+                    self._elect_offline(p, S.EV_REELECT)
         size = sum(len(parts) for parts in self.topics.values())
         self.clock += self._seconds(0.2, 2.0) + size * 400  # loading state from ZooKeeper
         self._crec(S.CONTROLLER_ELECTED, S.CONTROLLER_READY)
