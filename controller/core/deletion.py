@@ -76,6 +76,11 @@ class DeletionClient(Protocol):
 
     def mute_partition_modifications(self, topic: str) -> None: ...
 
+    def forget_reassignments(self, topic: str) -> None:
+        """End the deleted topic's reassignments: its ISR watches and its entries in
+        ``/admin/reassign_partitions``."""
+        ...
+
     def send_metadata_update(self, partitions: Iterable[TopicPartition]) -> None: ...
 
 
@@ -102,6 +107,14 @@ class ControllerDeletionClient:
     def mute_partition_modifications(self, topic: str) -> None:
         # So a topic re-created under the same name is seen as new, not as a partition change.
         self.ctl.gateway.unregister_change_handler(paths.topic_path(topic))
+
+    def forget_reassignments(self, topic: str) -> None:
+        # Kafka leaves them: a topic re-created under the name would inherit a ZooKeeper
+        # reassignment entry (adding partitions refused, and a move nobody asked for at the
+        # next failover). A deletion waits for reassignments only until one completes.
+        reassignments = self.ctl.reassignments
+        if reassignments is not None:
+            reassignments.on_topic_deleted(topic)
 
     def send_metadata_update(self, partitions: Iterable[TopicPartition]) -> None:
         ctx = self.ctl.context
@@ -281,6 +294,7 @@ class TopicDeletionManager:
         deleted = sorted(self.ctx.replicas_in_state(topic, DeletionSuccessful))
         self.rsm.handle_state_changes(deleted, ReplicaState.NonExistentReplica)
         self.client.delete_topic(topic, self.ctx.epoch_zk_version)
+        self.client.forget_reassignments(topic)
         self.ctx.remove_topic(topic)
 
     def _on_topic_deletion(self, topics: Sequence[str]) -> None:

@@ -563,6 +563,24 @@ class PartitionReassignments:
             # and a new request would go unseen until the next failover.
             gateway.register_change_handler_and_check_existence(self._reassign_znode_handler())
 
+    def on_topic_deleted(self, topic: str) -> None:
+        """The topic's deletion completed (possibly while some of its partitions were still
+        moving): unwatch their ISRs and drop its entries from the ZooKeeper request. A failed
+        rewrite is logged; the entry is then removed at the next failover (unknown topic) or
+        left to a re-created topic, as in Kafka."""
+        ctx = self.ctl.context
+        for tp in [tp for tp in ctx.partitions_being_reassigned if tp.topic == topic]:
+            self._unwatch_isr(tp)
+        try:
+            self._maybe_remove_from_zk_reassignment(lambda tp, _: tp.topic == topic)
+        except StateChangeFailedError as exc:
+            log.warning(
+                "could not remove a deleted topic from the reassignment request",
+                topic=topic,
+                path=paths.REASSIGN_PARTITIONS,
+                error=str(exc),
+            )
+
     # -- the legacy ISR watch ------------------------------------------------------------
 
     def _watch_isr(self, tp: TopicPartition) -> None:

@@ -114,6 +114,7 @@ class FakeDeletionClient:
         self.deleted_topics: list[str] = []
         self.deleted_requests: list[list[str]] = []
         self.muted: list[str] = []
+        self.forgotten: list[str] = []
         self.metadata_updates: list[set[TopicPartition]] = []
 
     def get_topic_deletions(self) -> list[str]:
@@ -127,6 +128,9 @@ class FakeDeletionClient:
 
     def mute_partition_modifications(self, topic: str) -> None:
         self.muted.append(topic)
+
+    def forget_reassignments(self, topic: str) -> None:
+        self.forgotten.append(topic)
 
     def send_metadata_update(self, partitions: Iterable[TopicPartition]) -> None:
         self.metadata_updates.append(set(partitions))
@@ -214,6 +218,7 @@ def test_basic_deletion() -> None:
     assert s.ctx.topics_ineligible_for_deletion == set()
     assert sorted(s.client.deleted_topics) == ["bar", "foo"]
     assert sorted(s.client.muted) == ["bar", "foo"]
+    assert sorted(s.client.forgotten) == ["bar", "foo"]
 
     assert s.psm.calls[PartitionState.OfflinePartition] == 1
     assert s.psm.calls[NonExistentPartition] == 1
@@ -626,4 +631,52 @@ def test_a_topic_re_created_after_a_deletion_mid_reassignment_can_be_deleted() -
     request_deletion(h)
     assert h.ctx.topics_ineligible_for_deletion == set()
     assert set(deletes(h)) == {1, 2, 3}
+    h.close()
+
+
+def test_a_deleted_topic_leaves_nothing_in_the_zookeeper_reassignment_request() -> None:
+    """t-0's ZooKeeper-submitted reassignment completes (lifting the hold) and t is deleted
+    while t-1 is still moving. Its entry must leave /admin/reassign_partitions with the
+    topic: left there, a topic re-created under the name could not get partitions added and
+    would be moved, unasked, at the next failover."""
+    from controller.admin import topics as admin_topics
+    from controller.core.model import LeaderAndIsr, LeaderIsrAndControllerEpoch
+    from controller.zk import codecs
+
+    h = ControllerHarness(controller_id=5)
+    for b in (1, 2, 3, 4):
+        h.register_broker(b)
+    h.start()
+    h.create_topic("t", {0: [1, 2], 1: [1, 2]}, in_context=False)
+    h.drain()
+    request = codecs.encode_reassignment({T0: [3, 4], T1: [3, 4]})
+    h.admin.create(paths.REASSIGN_PARTITIONS, request, makepath=True)
+    h.drain()
+    assert h.ctx.partitions_being_reassigned == {T0, T1}
+    request_deletion(h)
+    assert h.ctx.topics_ineligible_for_deletion == {"t"}
+    current = h.zk_state(T0)
+    assert current is not None
+    lai = current.leader_and_isr
+    h.write_partition_state(  # t-0's new replicas catch up: its reassignment completes
+        T0,
+        LeaderIsrAndControllerEpoch(
+            LeaderAndIsr(lai.leader, lai.leader_epoch, (1, 2, 3, 4)), current.controller_epoch
+        ),
+    )
+    h.drain()
+    _complete_deletion(h)
+    assert topic_gone(h)
+    assert h.read(paths.REASSIGN_PARTITIONS) is None
+    isr_path = paths.partition_state_path("t", 1)
+    assert h.gateway.watches.data_watcher(isr_path) is None  # t-1's ISR watch went too
+
+    h.create_topic("t", {0: [1, 2], 1: [1, 2]}, in_context=False)
+    h.drain()
+    assert admin_topics.add_partitions(h.admin, "t", 3) is not None  # not refused
+    h.zk.expire(h.port.inner, reconnect=True)  # a new session: election and failover
+    h.drain()
+    assert h.controller.is_active
+    assert h.ctx.partitions_being_reassigned == set()
+    assert h.ctx.partition_full_replica_assignment(T1).replicas == (1, 2)
     h.close()
