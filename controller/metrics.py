@@ -323,6 +323,13 @@ class ControllerMetrics:
         )
         for kind in ELECTION_TYPES:
             self._elections.labels(type=kind)
+        self._event_errors = Counter(
+            PREFIX + "event_errors_total",
+            "Controller events whose handler failed with an unexpected error (logged as "
+            "'error processing event'; the event's work may be unfinished).",
+            labelnames=("event",),
+            registry=r,
+        )
         self._disconnects = Counter(
             PREFIX + "zookeeper_disconnects_total",
             "Times this process's ZooKeeper connection was suspended (Kafka's "
@@ -462,6 +469,9 @@ class ControllerMetrics:
 
     def inc_leader_elections(self, election_type: str, count: int = 1) -> None:
         self._elections.labels(type=election_type).inc(count)
+
+    def inc_event_errors(self, event_name: str) -> None:
+        self._event_errors.labels(event=event_name).inc()
 
     def on_session_state(self, state: object) -> None:
         """A ZooKeeper session listener: counts suspensions (disconnects)."""

@@ -74,6 +74,9 @@ class Controller:
         self.scheduler = Scheduler()
         self.active_controller_id = -1
         self.unclean_leader_elections = 0
+        # Events whose handler failed unexpectedly (a defect, logged with its traceback):
+        # counted so tests, the simulator and operators (a metric) notice them.
+        self.event_errors = 0
         # unclean.leader.election.enable in /config/brokers/<default> (kafka-configs.sh
         # --entity-default), read at failover and on its change notification; None: not set.
         self.dynamic_unclean_default: bool | None = None
@@ -232,6 +235,9 @@ class Controller:
             self._fail_reply(event, NotControllerError(-1))
         except Exception as exc:
             log.exception("error processing event", controller_event=event.name)
+            self.event_errors += 1
+            if self.metrics is not None:
+                self.metrics.inc_event_errors(event.name)
             self._fail_reply(event, exc)
         finally:
             self.state_change_log.flush()

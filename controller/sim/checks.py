@@ -22,6 +22,10 @@ Beyond the shared invariants (``controller.invariants``), a quiet simulated clus
     left out (a dead broker's, a deleted topic's: nothing left to see), except those of
     ``/controller`` and the two admin request znodes, which must be watched while absent to
     see them created. A standby need only watch ``/controller``.
+``sim-no-event-error``
+    No controller event's handler failed with an unexpected error. The controller logs and
+    survives one (it must), leaving the event's work unfinished; in the simulation every
+    such failure is a defect, whatever the other checks see.
 ``sim-isr-within-replicas``
     Every ISR member is one of the partition's replicas, unless its reassignment was
     cancelled or re-targeted (which may leave a replica that was being added alone in the
@@ -47,6 +51,7 @@ CACHE_COHERENT = "sim-cache-coherent"
 CONVERGED = "sim-brokers-converged"
 ISR_WITHIN_REPLICAS = "sim-isr-within-replicas"
 WATCH_ARMED = "sim-watch-armed"
+NO_EVENT_ERROR = "sim-no-event-error"
 
 #: Znodes whose handler must hold a watch even while the znode does not exist.
 WATCHED_WHILE_ABSENT = frozenset(

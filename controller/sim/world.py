@@ -134,6 +134,7 @@ class World(Operations, AdminOperations):
         self._timers: list[Timer] = []
         self._timer_seq = itertools.count()
         self.replies: deque[Action] = deque()
+        self.event_errors: list[str] = []  # events whose handler failed (``sim-no-event-error``)
         self._nesting = 0
         self._configs: dict[int, ControllerConfig] = {}
         self.brokers = {b: SimBroker(b, self.zk) for b in self.config.brokers}
@@ -335,10 +336,15 @@ class World(Operations, AdminOperations):
             return
         self.log(f"c{sc.cid} processes {queued.event.name}")
         sc.busy = True
+        errors = sc.ctl.event_errors
         try:
             queued.process(sc.ctl)
         finally:
             sc.busy = False
+        if sc.ctl is not None and sc.ctl.event_errors > errors:
+            # The controller survives a failing handler (logged, swallowed), but the event's
+            # work is unfinished: in the simulation it is always a defect.
+            self.event_errors.append(f"c{sc.cid}: {queued.event.name} at step {self.steps}")
 
     def _send(self, sc: SimController, broker_id: int) -> None:
         link = sc.channel.links[broker_id]
@@ -436,6 +442,7 @@ class World(Operations, AdminOperations):
 
     def final_violations(self) -> list[Violation]:
         from controller.sim.checks import (
+            NO_EVENT_ERROR,
             assignments,
             quiet_cluster_violations,
             watch_violations,
@@ -443,6 +450,7 @@ class World(Operations, AdminOperations):
         from controller.sim.scl_check import scl_violations
 
         found = self.observer.violations()
+        found += [Violation(NO_EVENT_ERROR, f"handler failed: {e}") for e in self.event_errors]
         states = self.partition_states()
         deleting = set(self.zk.children(paths.DELETE_TOPICS))
         live = self.live_brokers()

@@ -93,6 +93,11 @@ class ControllerHarness:
         self.broker_sessions: dict[int, MemoryZkSession] = {}
         self.batch_events: list[ControllerEvent] = []
         self._listening = False
+        # A handler that fails unexpectedly is logged and swallowed by the controller (it must
+        # survive it), so a test asserting "ignored, nothing changed" would pass on a crash:
+        # ``drain`` and ``process`` fail instead, unless a test expects such errors.
+        self.tolerate_event_errors = False
+        self._event_errors_seen = 0
 
     # -- shortcuts -----------------------------------------------------------------------
 
@@ -144,6 +149,7 @@ class ControllerHarness:
     def process(self, event: ControllerEvent) -> None:
         """Process one event now, bypassing the queue."""
         self.controller.process(event)
+        self._check_event_errors([event])
 
     def pending_events(self) -> list[ControllerEvent]:
         """Queued, not yet processed events (oldest first)."""
@@ -161,7 +167,18 @@ class ControllerHarness:
                 continue
             queued.process(self.controller)
             processed.append(queued.event)
+        self._check_event_errors(processed)
         return processed
+
+    def _check_event_errors(self, processed: Sequence[ControllerEvent]) -> None:
+        errors = self.controller.event_errors - self._event_errors_seen
+        self._event_errors_seen = self.controller.event_errors
+        if errors and not self.tolerate_event_errors:
+            names = [e.name for e in processed[-10:]]
+            raise AssertionError(
+                f"{errors} controller event(s) failed with an unexpected error (logged as "
+                f"'error processing event'); events processed: {names}"
+            )
 
     # -- controller identity -------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.sim.checks import CACHE_COHERENT, WATCH_ARMED
+from controller.sim.checks import CACHE_COHERENT, NO_EVENT_ERROR, WATCH_ARMED
 from controller.sim.runner import quiet_logs, setup
 from controller.sim.world import SimConfig, SimController, World
 from controller.zk import paths
@@ -116,3 +116,21 @@ def test_a_leadership_change_missing_from_the_state_change_log_is_flagged(world:
     )
     world.admin.set(path, codecs.encode_partition_state(shrunk))
     assert any(f"{topic}-0" in m for m in _flagged(world, SCL_MATCHES_ZK))
+
+
+def test_a_handler_that_fails_is_flagged(world: World) -> None:
+    """The controller survives a failing handler (logged and swallowed); the simulator must
+    not: the event's work is unfinished whatever the other checks happen to see."""
+    from controller.core.events import TopicChange
+
+    sc = _active(world)
+    assert sc.ctl is not None
+
+    def broken(event: object) -> None:
+        raise RuntimeError("a defect")
+
+    sc.ctl._handlers[TopicChange] = broken
+    world.op_create_topic_legacy(partitions=1)
+    world.heal()
+    flagged = _flagged(world, NO_EVENT_ERROR)
+    assert flagged and all("TopicChange" in m for m in flagged)

@@ -22,6 +22,7 @@ TP = TopicPartition("t", 0)
 @pytest.fixture
 def h() -> Iterator[ControllerHarness]:
     harness = ControllerHarness(controller_id=1)
+    harness.tolerate_event_errors = True  # handleIllegalState rethrows to the event processor
     for broker in (1, 2):
         harness.register_broker(broker)
     harness.create_topic("t", {0: [1, 2]}, in_context=False)
@@ -54,6 +55,7 @@ def test_a_dirty_batch_moves_the_controller_and_a_higher_epoch_is_elected(
     events = [e["event"] for e in logs]
     assert "controller request batch in an illegal state; resigning" in events
     assert "error processing event" in events  # rethrown to the event processor
+    assert ctl.event_errors == 1
     assert h.state_changes("controller")[-1]["to_state"] == "resigned"
     assert {type(e) for e in h.pending_events()} & {ControllerChange, Reelect}
 
@@ -86,3 +88,23 @@ def test_a_failed_send_from_the_controllers_own_batch_moves_the_controller_too(
     assert ctl.is_active and ctl.context.epoch == 2
     assert ctl.request_batch.is_empty
     assert ctl.context.live_broker_ids() == {1, 2, 3}
+    assert ctl.event_errors == 1  # the failed send, rethrown to the event processor
+
+
+def test_an_event_that_fails_unexpectedly_is_counted_in_the_metrics() -> None:
+    from controller.metrics import ControllerMetrics
+
+    metrics = ControllerMetrics()
+    h = ControllerHarness(controller_id=1, metrics=metrics)
+    h.tolerate_event_errors = True
+    for broker in (1, 2):
+        h.register_broker(broker)
+    h.start()
+    name = "kafka_controller_event_errors_total"
+    assert metrics.registry.get_sample_value(name, {"event": "BrokerChange"}) is None
+    h.channel.fail_next_send(RuntimeError("channel broke"))
+    h.register_broker(3)
+    h.drain()
+    assert metrics.registry.get_sample_value(name, {"event": "BrokerChange"}) == 1
+    assert h.controller.event_errors == 1
+    h.close()
