@@ -10,7 +10,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY controller ./controller
 RUN python -m venv /opt/zk-controller \
- && /opt/zk-controller/bin/pip install . \
+ && /opt/zk-controller/bin/pip install '.[sasl]' \
  && find /opt/zk-controller -name __pycache__ -prune -exec rm -rf {} +
 
 FROM python:3.11-slim-bookworm

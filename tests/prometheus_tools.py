@@ -53,4 +53,5 @@ def exported_series_names() -> set[str]:
     m.observe_event_processing(ControllerState.BrokerChange, 0.1)
     for kind in ELECTION_TYPES:
         m.inc_leader_elections(kind)
+    m.inc_event_errors("BrokerChange")
     return {sample.name for family in m.registry.collect() for sample in family.samples}
