@@ -53,7 +53,7 @@ class ControllerElection:
     def handlers(self) -> dict[type, Any]:
         return {
             Startup: lambda e: self.process_startup(),
-            ControllerChange: lambda e: self.maybe_resign(),
+            ControllerChange: lambda e: self.process_controller_change(),
             Reelect: lambda e: self.process_reelect(),
             RegisterBrokerAndReelect: lambda e: self.process_reelect(),
             Expire: lambda e: self.process_expire(),
@@ -77,6 +77,15 @@ class ControllerElection:
             self._controller_change_handler()
         )
         self.elect()
+
+    def process_controller_change(self) -> None:
+        """Kafka only resigns here. But the watch that fired is re-armed only now: a node
+        created (or changed) and deleted before that left no deletion to notify, and Kafka
+        then waits with no controller until something else happens. Finding the node gone,
+        run for election as the deletion's Reelect would have."""
+        self.maybe_resign()
+        if self.ctl.active_controller_id == -1:
+            self.elect()
 
     def process_reelect(self) -> None:
         self.maybe_resign()

@@ -147,7 +147,13 @@ def test_all_replicas_dead_keeps_last_isr_member_and_recovers_cleanly(cluster):
     wait_until(lambda: offline_count(cluster) == 1, what="one offline partition")
     # Broker 1 returns: it is not in the ISR, so the partition stays offline.
     cluster.start_broker(1)
-    time.sleep(1.5)
+    # The controller handled broker 1's return (its startup election attempt included):
+    # a probe runs on the event thread, after the BrokerChange.
+    active = cluster.active_controller().controller
+    wait_until(
+        lambda: active.call(lambda c: 1 in c.context.live_broker_ids()),
+        what="the controller saw broker 1 return",
+    )
     assert cluster.state("u", 0)["leader"] == -1
     assert offline_count(cluster) == 1
     # Broker 2, the last ISR member, returns: clean election.

@@ -119,3 +119,25 @@ def test_a_preferred_election_request_deleted_by_hand_during_a_failover_keeps_th
     h.admin.create(paths.PREFERRED_REPLICA_ELECTION, request)
     h.drain()
     assert h.read(paths.PREFERRED_REPLICA_ELECTION) is None  # seen, processed, deleted
+
+
+@pytest.mark.parametrize("ephemeral", [True, False], ids=["ephemeral", "persistent"])
+def test_a_controller_node_gone_before_its_watch_is_re_armed_is_still_an_election(
+    ephemeral: bool,
+) -> None:
+    # /controller changes (an operator repairs a malformed node, say) and is deleted before
+    # the standby has re-armed the watch that fired: ZooKeeper reports no deletion, and
+    # Kafka's ControllerChange only resigns. The standby must run for election anyway.
+    h = ControllerHarness(controller_id=1)
+    h.register_broker(1)
+    rival = h.zk.open_session()
+    rival.create(paths.CONTROLLER, codecs.encode_controller(7, 0), ephemeral=ephemeral)
+    h.start()
+    h.drain()
+    assert not h.controller.is_active and h.controller.active_controller_id == 7
+    rival.set(paths.CONTROLLER, codecs.encode_controller(8, 0))
+    rival.delete(paths.CONTROLLER)  # before the standby processes the notification
+    h.drain()
+    assert h.controller.is_active, "nobody holds /controller and the standby did not run"
+    assert codecs.decode_controller(h.read(paths.CONTROLLER)) == 1
+    h.close()
