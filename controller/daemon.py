@@ -34,7 +34,6 @@ from controller.config import (
     ConfigError,
     ControllerConfig,
     changed_settings,
-    parse_zookeeper_connect,
 )
 from controller.core.controller import Controller
 from controller.core.events import Resign
@@ -55,6 +54,7 @@ from controller.security.tls import ClientTls, client_tls, server_tls
 from controller.signals import SignalInbox
 from controller.state_change_log import StateChangeLog
 from controller.zk import paths
+from controller.zk.chroot import create_chroot_if_necessary
 from controller.zk.endpoints import ControllerEndpoint, encode_controller_endpoint
 from controller.zk.errors import NodeExistsError
 from controller.zk.kazoo_port import KazooPort
@@ -222,23 +222,12 @@ class ControllerDaemon:
         )
 
     def _create_chroot_if_necessary(self) -> None:
-        """Kafka's ``createChrootIfNecessary``: a new cluster's chroot is created by its first
-        controller, from a short session on the ensemble's root."""
-        hosts, chroot = parse_zookeeper_connect(self.config.zookeeper_connect)
-        if chroot is None:
-            return
-        root = KazooPort(
-            ",".join(str(h) for h in hosts),
-            session_timeout=self.config.zookeeper_session_timeout_ms / 1000,
-            **self.zk_security.port_options(),  # the chroot gets Kafka's ACL too
+        create_chroot_if_necessary(
+            self.config.zookeeper_connect,
+            session_timeout_s=self.config.zookeeper_session_timeout_ms / 1000,
+            connection_timeout_s=self.config.zookeeper_connection_timeout_ms / 1000,
+            port_options=self.zk_security.port_options(),  # the chroot gets Kafka's ACL too
         )
-        root.start(timeout=self.config.zookeeper_connection_timeout_ms / 1000)
-        try:
-            if root.exists(chroot) is None:
-                root.ensure_path(chroot)
-                log.info("created the ZooKeeper chroot", chroot=chroot)
-        finally:
-            root.stop()
 
     def endpoint(self) -> ControllerEndpoint:
         grpc_host, _, _ = self.grpc.address.rpartition(":")

@@ -22,6 +22,8 @@ for tests of the controller channel and for benchmarks.
 from __future__ import annotations
 
 import socket
+import threading
+import time
 from collections.abc import Iterable
 from concurrent import futures
 from dataclasses import dataclass, field
@@ -51,6 +53,7 @@ from controller.core.model import UNKNOWN_BROKER_EPOCH, EndPoint, TopicPartition
 from controller.security.tls import PLAINTEXT, TlsSettings, add_port
 from controller.zk import paths
 from controller.zk.codecs import BrokerRegistration, encode_log_dir_event
+from controller.zk.errors import ZkError
 from controller.zk.port import ZkPort
 
 log = structlog.get_logger("controller.broker")
@@ -58,6 +61,8 @@ log = structlog.get_logger("controller.broker")
 # How long a leader's AlterPartition keeps looking for the active controller before its
 # manager backs off and sends again (it never gives up).
 ALTER_PARTITION_TIMEOUT_S = 5.0
+# A log-dir failure notification that ZooKeeper refused is sent again after this long.
+LOG_DIR_EVENT_RETRY_S = 1.0
 BROKER_SERVICE_NAME: str = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
 _WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
 
@@ -303,14 +308,39 @@ class BrokerServer:
         controller learns only from the next LeaderAndIsr response.
         """
         self.state.fail_log_dir(partitions)
-        if notify and self._zk is not None:
+        if notify and self._zk is not None and not self._announce_log_dir_failure():
+            # ZooKeeper is unreachable now: keep trying in the background, as Kafka's
+            # propagateLogDirEvent retries until connected (never a crash of the broker).
+            threading.Thread(
+                target=self._announce_log_dir_failure_until_done,
+                name=f"log-dir-event-{self.broker_id}",
+                daemon=True,
+            ).start()
+
+    def _announce_log_dir_failure(self) -> bool:
+        assert self._zk is not None
+        try:
             path = self._zk.create(
                 paths.LOG_DIR_EVENT_CREATE_PATH,
                 encode_log_dir_event(self.broker_id),
                 sequential=True,
                 makepath=True,
             )
-            log.warning("log dir failure announced", broker_id=self.broker_id, path=path)
+        except ZkError as exc:
+            log.warning(
+                "could not announce the log dir failure; retrying",
+                broker_id=self.broker_id,
+                error=str(exc),
+            )
+            return False
+        log.warning("log dir failure announced", broker_id=self.broker_id, path=path)
+        return True
+
+    def _announce_log_dir_failure_until_done(self) -> None:
+        while self._server is not None:
+            time.sleep(LOG_DIR_EVENT_RETRY_S)
+            if self._server is None or self._announce_log_dir_failure():
+                return
 
     def fail_current_log_dir(self) -> list[TopicPartition]:
         """The log dir holding every partition hosted now fails (``fail_log_dir``); partitions

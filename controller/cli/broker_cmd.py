@@ -51,6 +51,7 @@ from controller.security.cli import (
 )
 from controller.security.tls import TlsConfigError
 from controller.signals import SignalInbox
+from controller.zk.chroot import create_chroot_if_necessary
 from controller.zk.errors import ZkError
 from controller.zk.kazoo_port import KazooPort
 
@@ -243,6 +244,13 @@ def broker_command(args: argparse.Namespace) -> int:
         return 2
     try:
         try:
+            # As Kafka's brokers do: the first process on a fresh chroot creates it.
+            create_chroot_if_necessary(
+                args.zookeeper,
+                session_timeout_s=args.session_timeout_ms / 1000,
+                connection_timeout_s=15.0,  # KazooPort.start's default, as for ``zk`` below
+                port_options=zk_security.port_options(),
+            )
             zk.start()
             server.start()
         except BrokerIdInUseError as exc:

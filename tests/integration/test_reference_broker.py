@@ -624,6 +624,8 @@ def test_node_already_created_by_this_session_is_adopted(zk_port: KazooPort) -> 
 
 
 def test_cli_runs_registers_and_stops_cleanly_on_sigterm(zk_connect: str) -> None:
+    # A chroot nobody created yet: the broker creates it, as Kafka's does (a broker may well
+    # start before any controller on a new cluster).
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -631,7 +633,7 @@ def test_cli_runs_registers_and_stops_cleanly_on_sigterm(zk_connect: str) -> Non
             "controller",
             "broker",
             "--zookeeper",
-            zk_connect,
+            f"{zk_connect}/fresh",
             "--broker-id",
             "11",
             "--session-timeout-ms",
@@ -644,17 +646,17 @@ def test_cli_runs_registers_and_stops_cleanly_on_sigterm(zk_connect: str) -> Non
     )
     observer = kazoo(zk_connect)
     try:
-        assert wait_until(lambda: observer.exists("/brokers/ids/11") is not None, 20), (
+        assert wait_until(lambda: observer.exists("/fresh/brokers/ids/11") is not None, 20), (
             proc.stdout.read() if proc.poll() is not None and proc.stdout else "not registered"
         )
-        data, _ = observer.get("/brokers/ids/11")
+        data, _ = observer.get("/fresh/brokers/ids/11")
         endpoint = codecs.decode_broker(11, data).endpoint("CONTROLLER")
         assert endpoint is not None
         described = Client(endpoint.address).describe()
         assert described.broker_id == 11
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
-        assert observer.exists("/brokers/ids/11") is None
+        assert observer.exists("/fresh/brokers/ids/11") is None
     finally:
         if proc.poll() is None:
             proc.kill()
