@@ -22,7 +22,7 @@ from controller.handlers.config_changes import sequence_number
 from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError
 from tests.harness import ControllerHarness
-from tests.integration.malformed_support import HEALTHY, healthy_cluster, still_serving
+from tests.harness.malformed import HEALTHY, healthy_cluster, still_serving
 
 T0 = TopicPartition("t", 0)
 MAX_INT32 = 2**31 - 1

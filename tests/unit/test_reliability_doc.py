@@ -9,8 +9,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "reliability.md"
-MALFORMED = "tests/integration/test_malformed_input.py"
-RPCS = "tests/integration/test_malformed_rpcs.py"
+MALFORMED = "tests/unit/test_malformed_input.py"
+RPCS = "tests/unit/test_malformed_rpcs.py"
+LIVE = "tests/integration/test_malformed_live.py"
 ALIASES = {"T": MALFORMED, "R": RPCS}
 CITATION = re.compile(r"`((?:tests/[\w/]+\.py)|T|R)::(\w+)(?:::(\w+))?(?:\[[^\]]*\])?`")
 
@@ -52,7 +53,7 @@ def test_every_cited_test_exists() -> None:
 
 
 def test_every_malformed_input_test_is_catalogued() -> None:
-    for catalogued in (MALFORMED, RPCS):
+    for catalogued in (MALFORMED, RPCS, LIVE):
         cited = {name for file, name in citations() if file == catalogued}
         assert _test_functions(ROOT / catalogued) - cited == set(), catalogued
 

@@ -21,7 +21,7 @@ from controller.core.events import (
 )
 from controller.core.model import TopicPartition
 from tests.harness import ControllerHarness
-from tests.integration.malformed_support import HEALTHY, healthy_cluster, snapshot, still_serving
+from tests.harness.malformed import HEALTHY, healthy_cluster, snapshot, still_serving
 
 
 @pytest.fixture
