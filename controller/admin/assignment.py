@@ -150,17 +150,29 @@ def rack_alternated_broker_list(broker_racks: Mapping[int, str]) -> list[int]:
     return [column[i] for i in range(depth) for column in columns if i < len(column)]
 
 
+def _java_split(text: str, sep: str) -> list[str]:
+    """Java's ``String.split``, which Kafka's tool uses: trailing empty fields are dropped
+    (``"0:1,1:2,"`` is two partitions)."""
+    if sep not in text:
+        return [text]  # Java too: no match gives the string itself, even an empty one
+    parts = text.split(sep)
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
 def parse_replica_assignment(text: str) -> dict[int, tuple[int, ...]]:
     """Kafka's ``--replica-assignment``: partitions split by ``,``, replicas by ``:``.
 
     ``"0:1,1:2"`` -> ``{0: (0, 1), 1: (1, 2)}``. Raises ``InvalidReplicaAssignmentError``.
     """
-    if not text.strip():
+    entries = _java_split(text, ",")
+    if not text.strip() or not entries:
         raise InvalidReplicaAssignmentError("--replica-assignment is empty")
     out: dict[int, tuple[int, ...]] = {}
-    for partition, entry in enumerate(text.split(",")):
+    for partition, entry in enumerate(entries):
         replicas: list[int] = []
-        for item in entry.split(":"):
+        for item in _java_split(entry, ":"):
             item = item.strip()
             if not item.isascii() or not item.isdigit():
                 raise InvalidReplicaAssignmentError(

@@ -60,8 +60,10 @@ def admin_session(
     Waits up to the session timeout for the connection. Raises ``AdminConnectError`` when the
     connect string is invalid, ZooKeeper cannot be reached, or the chroot does not exist.
     """
-    if session_timeout_ms <= 0:
-        raise AdminConnectError(f"session timeout must be positive, got {session_timeout_ms} ms")
+    if not 0 < session_timeout_ms <= 2**31 - 1:  # ZooKeeper's is an int32 of milliseconds
+        raise AdminConnectError(
+            f"session timeout must be 1..{2**31 - 1} ms, got {session_timeout_ms} ms"
+        )
     try:
         hosts, chroot = parse_zookeeper_connect(connect)
     except ValueError as exc:

@@ -127,8 +127,9 @@ def describe_topic_configs(
     if topics:
         names = list(dict.fromkeys(topics))
         for topic in names:
+            topic_path = _topic_path(topic)  # first: it refuses a name that is no znode name
             config_path = paths.topic_config_path(topic)
-            if port.exists(_topic_path(topic)) is None and port.exists(config_path) is None:
+            if port.exists(topic_path) is None and port.exists(config_path) is None:
                 raise UnknownTopicError(f"topic '{topic}' does not exist")
     else:
         try:

@@ -41,6 +41,7 @@ from controller.zk.errors import (
     MalformedZnodeError,
     NodeExistsError,
     NoNodeError,
+    ZkError,
 )
 from controller.zk.port import Check, Create, Op, ReadResult, SetData, ZkPort
 
@@ -148,7 +149,10 @@ class TopicDescription:
     partitions: tuple[PartitionDescription, ...] = ()
     configs: dict[str, str] = field(default_factory=dict)
     marked_for_deletion: bool = False
-    error: str | None = None  # the topic (or config) znode could not be read or decoded
+    error: str | None = None  # the topic znode could not be read or decoded
+    # /config/topics/T could not be read or decoded: the partitions are still described
+    # (the controller manages them), with no configs.
+    config_error: str | None = None
 
     @property
     def replication_factor(self) -> int:
@@ -262,6 +266,19 @@ def _encode_checked(assignment: TopicAssignment) -> bytes:
     return data
 
 
+def _check_size_bound(name: str, partitions: int, replication_factor: int) -> None:
+    """Refuse at once a partition count whose assignment cannot fit in a znode (each
+    partition takes at least ``"0":[0]`` plus ``,0`` per further replica), before spending
+    time and memory assigning it; ``_encode_checked`` has the exact word on the rest."""
+    smallest = partitions * (7 + 2 * max(0, replication_factor - 1))
+    if smallest > MAX_TOPIC_ZNODE_BYTES:
+        raise InvalidPartitionsError(
+            f"the assignment of topic '{name}' ({partitions} partitions) would be at least "
+            f"{smallest} bytes, over the {MAX_TOPIC_ZNODE_BYTES}-byte limit of a ZooKeeper "
+            "znode"
+        )
+
+
 # --- operations ----------------------------------------
 
 
@@ -320,6 +337,8 @@ def create_topic(
         assignment = validate_replica_assignment(replica_assignment, (b.id for b in brokers))
     else:
         assert partitions is not None and replication_factor is not None
+        # (an RF over the broker count gets Kafka's own error from the assignment)
+        _check_size_bound(name, partitions, min(replication_factor, len(brokers)))
         metadata = broker_metadatas(brokers, rack_aware_mode)
         raw = assign_replicas_to_brokers(metadata, partitions, replication_factor, rng=rng)
         assignment = {p: tuple(r) for p, r in raw.items()}
@@ -420,6 +439,7 @@ def add_partitions(
     first = current.partitions[0].replicas
     if not first:
         raise CorruptMetadataError(f"partition 0 of topic '{name}' has no replicas")
+    _check_size_bound(name, new_total, len(first))
     brokers = _live_brokers(port)
     if replica_assignment is not None:
         added = validate_replica_assignment(
@@ -495,6 +515,7 @@ def describe_topics(port: ZkPort, names: Sequence[str] | None = None) -> list[To
         [paths.topic_path(t) for t in wanted] + [paths.topic_config_path(t) for t in wanted]
     )
     topics: list[tuple[str, TopicAssignment | None, dict[str, str], str | None]] = []
+    config_errors: dict[str, str] = {}
     for t, topic_read, config_read in zip(
         wanted, reads[: len(wanted)], reads[len(wanted) :], strict=True
     ):
@@ -504,12 +525,18 @@ def describe_topics(port: ZkPort, names: Sequence[str] | None = None) -> list[To
             if topic_read.error is not None:
                 raise topic_read.error
             assignment = codecs.decode_topic_assignment(t, topic_read.data)
-            config: dict[str, str] = {}
-            if config_read.error is None:
-                config = codecs.decode_topic_config(config_read.data, config_read.path)
-            topics.append((t, assignment, config, None))
         except (MalformedZnodeError, NoNodeError) as exc:
             topics.append((t, None, {}, str(exc)))
+            continue
+        config: dict[str, str] = {}
+        try:
+            if config_read.error is None:
+                config = codecs.decode_topic_config(config_read.data, config_read.path)
+            elif not isinstance(config_read.error, NoNodeError):
+                raise config_read.error
+        except (MalformedZnodeError, ZkError) as exc:
+            config_errors[t] = str(exc)
+        topics.append((t, assignment, config, None))
     state_paths = [
         paths.partition_state_path(t, p)
         for t, a, _, _ in topics
@@ -525,7 +552,16 @@ def describe_topics(port: ZkPort, names: Sequence[str] | None = None) -> list[To
         parts = []
         for p, ra in sorted(assignment.partitions.items()):
             parts.append(_describe_partition(p, ra, next(states), registered))
-        out.append(TopicDescription(t, assignment.topic_id, tuple(parts), config, t in deleting))
+        out.append(
+            TopicDescription(
+                t,
+                assignment.topic_id,
+                tuple(parts),
+                config,
+                t in deleting,
+                config_error=config_errors.get(t),
+            )
+        )
     return out
 
 

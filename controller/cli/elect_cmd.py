@@ -29,6 +29,7 @@ from typing import Any
 from controller.admin.assignment import AdminError
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2, common_pb2
+from controller.cli.argtypes import INT32_MAX, partition_number
 from controller.cli.topics_cmd import (
     add_admin_timeout_argument,
     add_connection_arguments,
@@ -78,7 +79,9 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help='the partitions in Kafka\'s JSON: {"partitions": [{"topic": T, "partition": P}]}',
     )
-    parser.add_argument("--partition", type=int, metavar="P", help="only this partition of --topic")
+    parser.add_argument(
+        "--partition", type=partition_number, metavar="P", help="only this partition of --topic"
+    )
     add_admin_timeout_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     add_connection_arguments(parser)
@@ -117,9 +120,10 @@ def partitions_from_json_file(path: str) -> list[tuple[str, int]]:
         partition = entry.get("partition") if isinstance(entry, dict) else None
         if not isinstance(topic, str) or not topic.strip():
             raise AdminError(f"{path}: partitions[{i}]: 'topic' must be a non-empty string")
-        if type(partition) is not int or partition < 0:
+        if type(partition) is not int or not 0 <= partition <= INT32_MAX:
             raise AdminError(
-                f"{path}: partitions[{i}]: 'partition' must be a non-negative integer, "
+                f"{path}: partitions[{i}]: 'partition' must be a non-negative integer "
+                f"(at most {INT32_MAX}), "
                 f"got {partition!r}"
             )
         if (topic, partition) in out:
@@ -131,12 +135,8 @@ def partitions_from_json_file(path: str) -> list[tuple[str, int]]:
 def elect_command(args: argparse.Namespace) -> int:
     if args.partition is not None and args.topic is None:
         return fail("--partition needs --topic")
-    if args.partition is not None and args.partition < 0:
-        return fail(f"--partition must be >= 0, got {args.partition}")
     if args.topic is not None and not args.topic.strip():
         return fail("--topic must not be empty")
-    if args.timeout_ms <= 0:
-        return fail(f"--timeout-ms must be positive, got {args.timeout_ms}")
     type_name = args.type.upper()
     listed: list[tuple[str, int]] | None = None
     if args.path_to_json_file is not None:

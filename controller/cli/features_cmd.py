@@ -183,8 +183,6 @@ def update_command(args: argparse.Namespace) -> int:
         updates = parse_updates(op, args.feature, getattr(args, "unsafe", False))
     except UsageError as exc:
         return fail(str(exc))
-    if args.timeout_ms <= 0:
-        return fail(f"--timeout-ms must be positive, got {args.timeout_ms}")
     request = admin_pb2.UpdateFeaturesRequest(
         feature_updates=updates, timeout_ms=args.timeout_ms, validate_only=args.dry_run
     )

@@ -30,6 +30,7 @@ from controller.admin.assignment import AdminError
 from controller.admin.controller_client import ControllerClient, NoActiveControllerError
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2, common_pb2
+from controller.cli.argtypes import seconds
 from controller.cli.topics_cmd import OneLineErrorParser, add_connection_arguments, run_admin
 from controller.core.model import ReplicaAssignment, TopicPartition
 from controller.security.cli import add_tls_arguments, channel_opener_from_args
@@ -79,7 +80,7 @@ def register(subparsers: Any) -> None:
         help="follow the reassignments until they finish; exit 1 unless all complete",
     )  # fmt: skip
     execute.add_argument(
-        "--wait-timeout-s", type=float, default=0.0, metavar="S",
+        "--wait-timeout-s", type=seconds, default=0.0, metavar="S",
         help="with --wait: give up after S seconds (default: no limit)",
     )  # fmt: skip
     execute.add_argument(
@@ -106,7 +107,7 @@ def register(subparsers: Any) -> None:
         add_connection_arguments(action)
         add_tls_arguments(action)  # the admin API over TLS / mutual TLS (controller.security)
         action.add_argument(
-            "--timeout-s", type=float, default=DEFAULT_RPC_TIMEOUT_S, metavar="S",
+            "--timeout-s", type=seconds, default=DEFAULT_RPC_TIMEOUT_S, metavar="S",
             help="how long to look for the active controller per call (default %(default)s)",
         )  # fmt: skip
 

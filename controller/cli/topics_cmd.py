@@ -25,6 +25,7 @@ from controller.admin.assignment import (
 from controller.admin.client import DEFAULT_SESSION_TIMEOUT_MS, admin_session, resolve_connect
 from controller.admin.controller_client import ControllerClient, NoActiveControllerError
 from controller.api.errors import Errors, error_name
+from controller.cli.argtypes import positive_ms
 from controller.logs import configure_logging
 from controller.security.acls import CredentialsError
 from controller.security.cli import (
@@ -66,7 +67,7 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--session-timeout-ms",
-        type=int,
+        type=positive_ms,
         default=DEFAULT_SESSION_TIMEOUT_MS,
         metavar="MS",
         help="ZooKeeper session timeout, also the connection wait (default %(default)s)",
@@ -103,7 +104,7 @@ def add_admin_timeout_argument(parser: argparse.ArgumentParser) -> None:
     """``--timeout-ms`` of the commands that call the controller's admin API."""
     parser.add_argument(
         "--timeout-ms",
-        type=int,
+        type=positive_ms,
         default=DEFAULT_ADMIN_TIMEOUT_MS,
         metavar="MS",
         help="how long to wait for the controller (default %(default)s); a request it has not "
@@ -254,9 +255,12 @@ def resolve_topic_name(args: argparse.Namespace) -> str | None:
 
 def topic_pattern(regex: str) -> re.Pattern[str]:
     """Kafka's --topic for list/describe: a regular expression matched against whole names
-    (a plain name matches itself; Kafka's "," between alternatives is accepted too)."""
+    (a plain name matches itself). Normalised as Kafka's ``TopicFilter.IncludeList`` does:
+    "," means "|", spaces are removed, and surrounding quotes are stripped."""
+    normalised = regex.strip().replace(",", "|").replace(" ", "")
+    normalised = re.sub(r"""^["']+|["']+$""", "", normalised)
     try:
-        return re.compile(regex.strip().replace(",", "|"))
+        return re.compile(normalised)
     except re.error as exc:
         raise AdminError(f"--topic {regex!r} is not a valid regular expression: {exc}") from None
 
@@ -342,6 +346,11 @@ def describe_command(args: argparse.Namespace) -> int:
         descriptions = admin.describe_topics(port, names or None)
         errors = [f"topic {t.name}: {t.error}" for t in descriptions if t.error]
         errors += [
+            f"topic {t.name}: configs unreadable: {t.config_error}"
+            for t in descriptions
+            if t.config_error
+        ]
+        errors += [
             f"topic {t.name} partition {p.partition}: {p.state_error}"
             for t in descriptions
             for p in t.partitions
@@ -415,6 +424,7 @@ def _topic_json(t: admin.TopicDescription, args: argparse.Namespace) -> dict[str
         "configs": t.configs,
         "marked_for_deletion": t.marked_for_deletion,
         "error": t.error,
+        "config_error": t.config_error,
         "partitions": partitions,
     }
 

@@ -92,6 +92,9 @@ class ClusterStatus:
     features_error: str | None = None
     controller_error: str | None = None  # /controller exists but is unreadable
     leaders: dict[str, int | None] = field(default_factory=dict)  # for the tracker
+    # Topic or topic-config znodes that cannot be read (a topic whose assignment is
+    # unreadable has no partitions counted above).
+    topic_errors: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -259,6 +262,12 @@ def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) ->
         feature_epoch=features.epoch if features is not None else None,
         features_error=features_error,
         leaders=leaders,
+        topic_errors=[f"topic {t.name}: {t.error}" for t in topics if t.error]
+        + [
+            f"topic {t.name}: configs unreadable: {t.config_error}"
+            for t in topics
+            if t.config_error
+        ],
     )
 
 
@@ -367,6 +376,8 @@ def render(status: ClusterStatus, *, source: str = "") -> str:
         lines.append(f"  offline: {_names(status.offline)}")
     if status.under_replicated:
         lines.append(f"  under-replicated: {_names(status.under_replicated)}")
+    for error in status.topic_errors:
+        lines.append(f"  ERROR {error}")
     lines.append(_unclean_line(status))
     lines.append(_features_line(status))
     lines.append("")

@@ -159,3 +159,20 @@ def test_refused_brokers_alters_change_nothing(
     before = snapshot(port)
     one_error_line(cli("configs", "alter", *args, "--zookeeper", zk_connect), *fragments)
     assert snapshot(port) == before
+
+
+def test_names_and_stored_values_that_cannot_be_used_give_one_line(
+    zk_connect: str, port: KazooPort
+) -> None:
+    for name in ("orders/", "..", ""):
+        one_error_line(
+            cli("configs", "describe", "--topic", name, "--zookeeper", zk_connect),
+            "cannot be used as a znode name",
+        )
+    # A value an old tool or a hand edit stored is reported by key and value, as Kafka's
+    # LogConfig.validate reports it, and the znode is left as it was.
+    stored = b'{"version":1,"config":{"min.compaction.lag.ms":"1h"}}'
+    port.set("/config/topics/t", stored)
+    alter = ["--topic", "t", "--add-config", "retention.ms=5", "--zookeeper", zk_connect]
+    one_error_line(cli("configs", "alter", *alter), "min.compaction.lag.ms", "'1h'")
+    assert port.get("/config/topics/t")[0] == stored
