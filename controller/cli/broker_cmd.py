@@ -57,6 +57,10 @@ from controller.zk.kazoo_port import KazooPort
 
 log = structlog.get_logger("controller.cli.broker")
 
+#: Exit code when another live session holds this broker id's registration (Kafka's
+#: broker refuses to start then too).
+EXIT_BROKER_ID_IN_USE = 4
+
 DEFAULT_SESSION_TIMEOUT_MS = 18000  # Kafka's zookeeper.session.timeout.ms since 2.5
 
 
@@ -255,7 +259,7 @@ def broker_command(args: argparse.Namespace) -> int:
             server.start()
         except BrokerIdInUseError as exc:
             log.error("cannot register broker", error=str(exc))
-            return 4
+            return EXIT_BROKER_ID_IN_USE
         except (ZkError, OSError) as exc:
             log.error("broker failed to start", error=str(exc), zookeeper=args.zookeeper)
             return 1

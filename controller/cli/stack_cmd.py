@@ -17,16 +17,23 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from controller.cli.broker_cmd import EXIT_BROKER_ID_IN_USE as BROKER_ID_IN_USE
+from controller.zk.errors import ZkError
 from controller.zk.server import LOOPBACK
 
 CLI = [sys.executable, "-m", "controller"]
+# Debian's setpriv (util-linux): the child gets SIGTERM when the stack dies, however it dies.
+_SETPRIV = shutil.which("setpriv")
+_DEATH_SIGNAL = [_SETPRIV, "--pdeathsig", "TERM"] if _SETPRIV else []
 # Per process: the last broker's controlled shutdown can find no replica to hand leaderships
 # to and retries (3 attempts, 5 s apart, Kafka's defaults) before it goes anyway.
 STOP_TIMEOUT_S = 30.0
@@ -83,15 +90,24 @@ class _Stack:
     def spawn(
         self, name: str, args: list[str], *, to_terminal: bool = False
     ) -> subprocess.Popen[bytes]:
+        # Children die with the stack even when it is killed outright (SIGKILL): orphans
+        # would hold the ports and ZooKeeper registrations the next run needs.
+        command = [*_DEATH_SIGNAL, *CLI, *args]
         if to_terminal:
-            proc = subprocess.Popen([*CLI, *args], process_group=0)
+            proc = subprocess.Popen(command, process_group=0)
         else:
             out = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
-            proc = subprocess.Popen(
-                [*CLI, *args], stdout=out, stderr=subprocess.STDOUT, process_group=0
-            )
-        self.children.append((name, proc))
+            proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, process_group=0)
+        for i, (known, _) in enumerate(self.children):
+            if known == name:  # a respawn replaces its predecessor
+                self.children[i] = (name, proc)
+                break
+        else:
+            self.children.append((name, proc))
         return proc
+
+    def brokers(self) -> list[tuple[str, subprocess.Popen[bytes]]]:
+        return self.children[1:]
 
     def stop_all(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """Brokers first, the last started first (each deregisters after its controlled
@@ -127,24 +143,71 @@ class _Stack:
 
 
 def _wait_for_brokers(
-    connect: str, count: int, stopping: Callable[[], bool], timeout: float = 60.0
-) -> bool:
+    connect: str,
+    stack: _Stack,
+    respawn: Callable[[int], None],
+    stopping: Callable[[], bool],
+    timeout: float = 60.0,
+) -> str | None:
+    """Wait until each broker the stack started has registered; None, or what went wrong.
+
+    A registration counts only when it was written by this run (its timestamp): one left
+    by a previous run's session (a crash, a second Ctrl-C) is still in ZooKeeper until that
+    session expires. A broker that finds its id held so exits with code 4; it is started
+    again until the stale registration has gone.
+    """
+    from controller.zk.codecs import decode_broker_registration
     from controller.zk.kazoo_port import KazooPort
 
+    since_ms = int(time.time() * 1000) - 1000
     port = KazooPort(connect, session_timeout=10)
     port.start()
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not stopping():
-            try:
-                if len(port.get_children("/brokers/ids")) >= count:
-                    return True
-            except Exception:  # /brokers/ids may not exist yet
-                pass
+            fresh: set[int] = set()
+            for name, proc in stack.brokers():
+                broker_id = int(name.rsplit("-", 1)[1])
+                if proc.poll() == BROKER_ID_IN_USE:
+                    print(f"stack: {name}'s id is still registered by an earlier session; "
+                          "starting it again", file=sys.stderr, flush=True)  # fmt: skip
+                    time.sleep(2.0)
+                    respawn(broker_id)
+                    continue
+                if proc.poll() is not None:
+                    return f"{name} exited with code {proc.returncode}; see {stack.logs}"
+                path = f"/brokers/ids/{broker_id}"
+                try:
+                    data, _ = port.get(path)
+                    if decode_broker_registration(broker_id, data, path).timestamp_ms >= since_ms:
+                        fresh.add(broker_id)
+                except Exception:  # not registered yet, or unreadable: keep waiting
+                    pass
+            if len(fresh) == len(stack.brokers()):
+                return None
             time.sleep(0.2)
-        return False
+        return None if stopping() else f"brokers did not register; see {stack.logs}"
     finally:
         port.stop()
+
+
+def _watch(stack: _Stack, embedded: Any, stopping: Callable[[], bool]) -> str | None:
+    """Until a stop is asked: None. A broker that exits is reported once (killing one is
+    part of the demo); the controller or the embedded ZooKeeper exiting ends the stack."""
+    reported: set[str] = set()
+    controller = stack.children[0][1]
+    while not stopping():
+        if controller.poll() is not None:
+            return f"controller-0 exited with code {controller.returncode}"
+        if embedded is not None and not embedded.running:
+            return f"the embedded ZooKeeper exited; see {embedded.log_path}"
+        for name, proc in stack.brokers():
+            if proc.poll() is not None and name not in reported:
+                reported.add(name)
+                print(f"stack: {name} exited with code {proc.returncode}; see "
+                      f"{stack.logs / (name + '.log')}", file=sys.stderr, flush=True)  # fmt: skip
+        time.sleep(0.5)
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -152,14 +215,24 @@ def run(args: argparse.Namespace) -> int:
     embedded = None
     connect = args.zookeeper
     if not connect:
-        from controller.zk.server import LocalZooKeeper, local_zookeeper_problem
+        from controller.zk.server import (
+            LocalZooKeeper,
+            ZooKeeperStartError,
+            ZooKeeperUnavailable,
+            local_zookeeper_problem,
+        )
 
         problem = local_zookeeper_problem()
         if problem:
             print(f"stack: cannot start an embedded ZooKeeper: {problem}", file=sys.stderr)
             return 2
         embedded = LocalZooKeeper(port=args.zookeeper_port, data_dir=var_dir / "zookeeper")
-        embedded.start()
+        try:
+            embedded.start()
+        except (ZooKeeperStartError, ZooKeeperUnavailable) as exc:
+            first = str(exc).splitlines()[0]
+            print(f"stack: cannot start the embedded ZooKeeper: {first}", file=sys.stderr)
+            return 1
         connect = embedded.hosts
         print(f"stack: embedded ZooKeeper at {connect} (data in {var_dir / 'zookeeper'})")
     stack = _Stack(var_dir)
@@ -173,16 +246,27 @@ def run(args: argparse.Namespace) -> int:
             "--log-dir", str(var_dir / "controller-0"),
             "--zookeeper-session-timeout-ms", str(args.session_timeout_ms),
         ], to_terminal=True)  # fmt: skip
-        for broker_id in range(1, args.brokers + 1):
+
+        def spawn_broker(broker_id: int) -> None:
             listen = f"{LOOPBACK}:{args.broker_base_port + broker_id - 1}"
             stack.spawn(f"broker-{broker_id}", [
                 "broker", "--zookeeper", connect, "--broker-id", str(broker_id),
                 "--listen", listen, "--session-timeout-ms", str(args.session_timeout_ms),
             ])  # fmt: skip
-        if not _wait_for_brokers(connect, args.brokers, lambda: bool(stop["now"])):
-            if stop["now"]:
-                return 0
-            print(f"stack: brokers did not register; see {stack.logs}", file=sys.stderr)
+
+        for broker_id in range(1, args.brokers + 1):
+            spawn_broker(broker_id)
+        try:
+            problem = _wait_for_brokers(
+                connect, stack, spawn_broker, lambda: bool(stop["now"]),
+                timeout=60.0 + args.session_timeout_ms / 1000,  # a stale session may linger
+            )  # fmt: skip
+        except ZkError as exc:
+            problem = f"cannot read the brokers' registrations from ZooKeeper at {connect}: {exc}"
+        if stop["now"]:
+            return 0
+        if problem is not None:
+            print(f"stack: {problem}", file=sys.stderr)
             return 1
         if args.topic:
             created = subprocess.run(
@@ -196,13 +280,10 @@ def run(args: argparse.Namespace) -> int:
             if created.returncode != 0:
                 print(f"stack: could not create the demo topic: {message}", file=sys.stderr)
         _print_guide(args, connect, var_dir, stack)
-        controller = stack.children[0][1]
-        while not stop["now"] and controller.poll() is None:
-            time.sleep(0.5)
-        if not stop["now"] and controller.returncode is not None:
-            # Not a requested stop: the controller died. Say so, and fail.
-            print(f"stack: controller-0 exited with code {controller.returncode}; see "
-                  f"{stack.logs}", file=sys.stderr)  # fmt: skip
+        ended = _watch(stack, embedded, lambda: bool(stop["now"]))
+        if ended is not None:
+            # Not a requested stop: say what died, and fail.
+            print(f"stack: {ended}", file=sys.stderr)
             return 1
     except KeyboardInterrupt:
         pass

@@ -134,7 +134,8 @@ def scrape_controller(address: str, timeout: float = SCRAPE_TIMEOUT_S) -> tuple[
 
 def _controllers(port: ZkPort, active: int | None, timeout: float) -> list[ControllerStatus]:
     try:
-        ids = sorted(int(c) for c in port.get_children(paths.CONTROLLER_ENDPOINTS) if c.isdigit())
+        children = port.get_children(paths.CONTROLLER_ENDPOINTS)
+        ids = sorted(int(c) for c in children if c.isascii() and c.isdigit())
     except NoNodeError:
         ids = []
     out: list[ControllerStatus] = []

@@ -10,6 +10,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -196,6 +197,13 @@ class LocalZooKeeper(_Managed):
         if self.running:
             return self
         attempts = 3 if self._auto_port else 1
+        if not self._auto_port and _accepts_connections(self.host, self.port):
+            # Another server would answer our readiness probes in the half second our JVM
+            # takes to fail on the port, and we would hand out a stranger's ZooKeeper.
+            raise ZooKeeperStartError(
+                f"port {self.port} on {self.host} is already in use (another ZooKeeper?); "
+                "stop it or choose another port"
+            )
         for attempt in range(attempts):
             self._launch()
             if not wait:
@@ -262,7 +270,11 @@ class LocalZooKeeper(_Managed):
                     f"ZooKeeper exited with code {code} before it was ready; "
                     f"log {self.log_path}:\n{self.log_tail(40)}"
                 )
-            if self.ruok(timeout=1.0) and (not standalone or self.mode(timeout=1.0)):
+            if (
+                self.ruok(timeout=1.0)
+                and (not standalone or self.mode(timeout=1.0))
+                and self._answering_is_ours()
+            ):
                 self.startup_seconds = time.monotonic() - self._started_at
                 return
             if time.monotonic() > deadline:
@@ -271,6 +283,15 @@ class LocalZooKeeper(_Managed):
                     f"log {self.log_path}:\n{self.log_tail(40)}"
                 )
             time.sleep(0.05)
+
+    def _answering_is_ours(self) -> bool:
+        """The server answering on our port runs in our work dir (``envi``'s ``user.dir``):
+        not another one that took the port between our check and our JVM's bind."""
+        try:
+            reply = four_letter_word(self.host, self.port, "envi", timeout=1.0)
+        except OSError:
+            return False
+        return f"user.dir={self.work_dir.resolve()}" in reply.splitlines()
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM, wait ``timeout`` s, then SIGKILL. Keeps data, config and log."""
@@ -326,3 +347,11 @@ class LocalZooKeeper(_Managed):
     def __repr__(self) -> str:
         state = "frozen" if self.frozen else "running" if self.running else "stopped"
         return f"<LocalZooKeeper {self.hosts} {state} pid={self.pid} log={self.log_path}>"
+
+
+def _accepts_connections(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+    except OSError:
+        return False

@@ -18,6 +18,7 @@ import re
 import signal
 import socket
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -199,3 +200,87 @@ def test_run_without_zookeeper_starts_an_embedded_one_in_a_relative_var_dir(
     assert returncode == 0, output.read_text()[-3000:]
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", zk_port), timeout=1).close()
+
+
+def test_a_stack_killed_outright_takes_its_children_with_it(
+    zk_local_install: Path, tmp_path: Path
+) -> None:
+    """kill -9 of the stack itself: its controller and brokers get SIGTERM (a death signal)
+    and stop, instead of holding the ports and registrations the next run needs."""
+    with running_stack(tmp_path, 1, "--topic", "") as (stack, _, _):
+        children = _children(stack.pid)
+        assert len(children) >= 2  # the controller and the broker (and ZooKeeper's JVM)
+        os.kill(stack.pid, signal.SIGKILL)
+        stack.wait(10)
+        wait_until(
+            lambda: not any(process_alive(pid) for pid in children),
+            timeout=90,
+            what="the stack's children gone",
+        )
+
+
+def test_the_stack_reports_a_broker_that_dies_and_keeps_running(
+    zk_local_install: Path, tmp_path: Path
+) -> None:
+    with running_stack(tmp_path, 2, "--topic", "") as (stack, output, _):
+        pids = [int(p) for p in re.findall(r"broker-\d+ \(pid (\d+)\)", output.read_text())]
+        os.kill(pids[0], signal.SIGKILL)
+        wait_until(
+            lambda: "stack: broker-1 exited with code -9" in output.read_text(),
+            what="the broker's death reported",
+        )
+        assert stack.poll() is None  # killing a broker is part of the demo: the stack stays
+        os.killpg(stack.pid, signal.SIGINT)
+        assert stack.wait(120) == 0, output.read_text()[-3000:]
+
+
+def test_a_zookeeper_port_in_use_is_one_line(zk_local_install: Path, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if k != "ZK_CONNECT"}
+        done = subprocess.run(
+            [*CLI, "stack", "--zookeeper-port", str(port), "--var-dir", str(tmp_path / "var")],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 1, done
+    assert done.stderr.strip().splitlines() == [
+        f"stack: cannot start the embedded ZooKeeper: port {port} on 127.0.0.1 is already in "
+        "use (another ZooKeeper?); stop it or choose another port"
+    ], done.stderr
+
+
+def test_a_registration_left_by_an_earlier_session_is_waited_out(
+    zk_connect: str, tmp_path: Path
+) -> None:
+    """Broker 1's id is still held by a session of an earlier run (a crash): the stack must
+    not count that registration as its broker's, and starts broker 1 again once it is gone."""
+    from controller.core.model import EndPoint
+    from controller.zk import codecs
+
+    holder = kazoo(zk_connect)
+    stale = codecs.BrokerRegistration(1, (EndPoint("PLAINTEXT", "gone", 1),), None, 1)
+    holder.create("/brokers/ids/1", codecs.encode_broker_registration(stale),
+                  ephemeral=True, makepath=True)  # fmt: skip
+    release = threading.Timer(4.0, lambda: (holder.stop(), holder.close()))
+    release.start()
+    try:
+        with running_stack(tmp_path, 1, "--topic", "", "--zookeeper", zk_connect) as (
+            stack, output, _,
+        ):  # fmt: skip
+            assert "still registered by an earlier session" in output.read_text()
+            client = kazoo(zk_connect)
+            try:
+                data, _ = client.get("/brokers/ids/1")
+            finally:
+                client.stop()
+                client.close()
+            assert codecs.decode_broker_registration(1, data).timestamp_ms > 1
+            os.killpg(stack.pid, signal.SIGINT)
+            assert stack.wait(120) == 0, output.read_text()[-3000:]
+    finally:
+        release.cancel()
+        with contextlib.suppress(Exception):
+            holder.stop()
+            holder.close()

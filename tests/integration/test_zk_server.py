@@ -24,6 +24,7 @@ from controller.zk.server import (
     LocalEnsemble,
     LocalZooKeeper,
     ZooKeeperHandle,
+    ZooKeeperStartError,
     ZooKeeperUnavailable,
     four_letter_word,
     zookeeper_classpath,
@@ -298,3 +299,13 @@ def test_docker_probe_reports_instead_of_raising(
     problem = docker_problem()
     assert problem is not None
     assert "Docker" in problem or "docker" in problem
+
+
+def test_a_taken_port_is_refused_not_borrowed(zk_standalone: LocalZooKeeper) -> None:
+    """A second server on a port another ZooKeeper answers on must fail, not report itself
+    ready on the strength of the other server's answers (its own JVM dies on the bind)."""
+    second = LocalZooKeeper(port=zk_standalone.port)
+    with pytest.raises(ZooKeeperStartError, match="already in use"):
+        second.start()
+    assert not second.running
+    assert zk_standalone.ruok()

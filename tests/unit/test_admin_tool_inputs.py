@@ -125,3 +125,9 @@ def test_an_election_json_file_partition_must_fit_an_int32(tmp_path: Path) -> No
     listed.write_text('{"partitions":[{"topic":"t","partition":4294967296}]}')
     with pytest.raises(AdminError, match="at most 2147483647"):
         partitions_from_json_file(str(listed))
+
+
+def test_status_skips_a_controller_endpoint_named_with_a_non_ascii_digit(port: ZkPort) -> None:
+    port.ensure_path(f"{paths.CONTROLLER_ENDPOINTS}/²")  # isdigit(), but int() refuses it
+    status = collect_status(port, scrape_timeout=0.1)
+    assert status.controllers == []
