@@ -51,11 +51,16 @@ def gather(datasets: Mapping[str, Dataset], stats: Sequence[ClusterStats]) -> di
             d["elections_hourly"].groupBy("cluster", "dt", "election")
             .agg(F.sum("elections").alias("n"))),
         "leaders": lambda: _rows(
+            # Weighted by each hour's span: a partial first or last hour counts for less.
             d["leader_imbalance_hourly"].groupBy("cluster", "broker").agg(
-                F.avg("avg_leaders").alias("avg_leaders"),
-                F.avg("imbalance_ratio").alias("avg_imbalance"),
+                (F.sum(c("avg_leaders") * c("span_s")) / F.sum("span_s")).alias("avg_leaders"),
+                F.try_divide(F.sum(c("avg_not_preferred_led") * c("span_s")),
+                             F.sum(c("avg_preferred_partitions") * c("span_s")))
+                .alias("avg_imbalance"),
                 F.max("imbalance_ratio").alias("max_imbalance"))),
-        "flapping": lambda: _rows(d["flapping_partitions"].where(c("rank") <= 10)),
+        "flapping": lambda: _rows(  # the worst first, across clusters
+            d["flapping_partitions"].where(c("rank") <= 10)
+            .orderBy(c("flaps").desc(), "cluster", "rank")),
         "unclean": lambda: _rows(
             d["unclean_elections"].orderBy(c("ts")).limit(TABLE_ROWS)
             .select("cluster", "ts", "topic", "partition", "leader", "previous_leader",

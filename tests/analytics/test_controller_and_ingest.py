@@ -193,3 +193,69 @@ def test_a_failover_across_the_period_start_is_clipped_not_lost(spark, tmp_path:
             "started_before_period boolean",
         ),
     )
+
+
+def test_a_newest_controller_never_ready_leaves_a_gap_to_the_period_end(
+    spark, tmp_path: Path
+) -> None:
+    """Epoch 5 works until its last record at 2 s; epoch 6 is elected at 100 s and never
+    logs 'ready', though its records run to 1000 s. The gap runs from the crash estimate
+    (100 - 18 = 82 s) to the end of the data, 1000 s: it is still open (918 s, not 18 s)."""
+    log = Log(controller_id=1, epoch=5)
+    log.controller(0, "elected")
+    log.controller(1, "ready", "elected")
+    log.create(2, "t", 0, [1, 2])
+    log.controller_id, log.epoch, log.seq = 2, 6, 0
+    log.controller(100, "elected")
+    log.create(1000, "u", 0, [1, 2])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    assert _gaps(a) == [(5, 6, 918.0, "crashed", 1)]
+    from pyspark.testing import assertDataFrameEqual
+
+    assertDataFrameEqual(
+        a["controller_gaps"].select("gap_end", "never_ready"),
+        spark.createDataFrame([(at(1000), True)], "gap_end timestamp, never_ready boolean"),
+    )
+
+
+def test_a_log_starting_mid_tenure_keeps_its_first_failover(spark, tmp_path: Path) -> None:
+    """The log's first lines are epoch 5's partition records: its 'elected' and 'ready' were
+    rotated away. Epoch 5 goes silent after 2 s; epoch 6 is elected at 100 s, ready at 105 s:
+    one gap, 82 -> 105 s."""
+    log = Log(controller_id=1, epoch=5)
+    log.create(0, "t", 0, [1, 2])
+    log.online(2, "t", 0, leader=2, isr=[2, 1], frm="OnlinePartition", election=None,
+               event="AlterPartitionReceived")  # fmt: skip
+    log.new_controller(100, controller_id=2, ready_after=5.0)
+    log.create(200, "u", 0, [1, 2])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    assert _gaps(a) == [(5, 6, 23.0, "crashed", 1)]
+
+
+def test_the_report_weights_hours_by_their_span_and_lists_the_worst_flappers_first(
+    spark, tmp_path: Path
+) -> None:
+    from controller.analytics.report import gather
+
+    # Cluster "a": t-0 led by broker 1 for 30 s of a 3630 s period, then by broker 2
+    # (a preferred election). Hour 0 spans 3600 s, hour 1 only 30 s.
+    a_log = Log(cluster="a")
+    a_log.create(0, "t", 0, [2, 1])
+    a_log.online(0.5, "t", 0, leader=1, isr=[1, 2], frm="OnlinePartition",
+                 election="controlled_shutdown", event="ControlledShutdown")  # fmt: skip
+    a_log.online(30.5, "t", 0, leader=2, isr=[2, 1], frm="OnlinePartition",
+                 election="preferred", event="ReplicaLeaderElection")  # fmt: skip
+    a_log.create(3630, "u", 0, [2, 1])
+    # Cluster "b": its t-0 flaps (ISR shrinks) more often than anything in "a".
+    b_log = Log(cluster="b")
+    b_log.create(0, "t", 0, [1, 2])
+    for k in range(6):
+        b_log.online(10 + 10 * k, "t", 0, leader=1, isr=[1] if k % 2 == 0 else [1, 2],
+                     frm="OnlinePartition", election=None,
+                     event="AlterPartitionReceived")  # fmt: skip
+    result = analyze_lines(spark, tmp_path, a_log.lines + b_log.lines)
+    facts = gather(result.datasets, [])
+    brokers = {r["broker"]: r for r in facts["broker_leaders"]["a"]}
+    # Broker 1 led t-0 for 30 s of the period's 3630 (u-0 is led by 2 from 3630 s, a point).
+    assert round(brokers[1]["avg_leaders"], 4) == round(30 / 3630, 4)
+    assert facts["flapping"][0]["cluster"] == "b"

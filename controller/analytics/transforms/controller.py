@@ -162,8 +162,10 @@ def gaps(
         F.lead(elected).over(w).alias("_next_elected"),
         F.lead("controller_epoch").over(w).isNull().alias("_newest"),
     )
-    # The chain of working controllers (and the newest one, which may be getting ready).
-    chain = t.where(c("ready_ts").isNotNull() | c("_newest"))
+    # The chain of working controllers: those that became ready, one already in charge when
+    # the log starts (its election is not in it: rotated away), and the newest one, which
+    # may be getting ready.
+    chain = t.where(c("ready_ts").isNotNull() | c("elected_ts").isNull() | c("_newest"))
     prev = chain.select(
         "*",
         F.lag("controller_epoch").over(w).alias("from_epoch"),
@@ -186,7 +188,13 @@ def gaps(
         .when(crashed, F.lit("crashed"))
         .otherwise(F.lit("session_lost"))
     )
-    gap_end = F.coalesce(c("ready_ts"), c("elected_ts"), c("first_seen_ts"))
+    # The newest controller not ready by the end of the data: the gap lasts to the period's
+    # end (null here, the period's end once joined below).
+    gap_end = (
+        F.when(c("ready_ts").isNotNull(), c("ready_ts"))
+        .when(c("_newest"), F.lit(None).cast("timestamp"))
+        .otherwise(F.coalesce(c("elected_ts"), c("first_seen_ts")))
+    )
     raw = prev.select(
         "cluster",
         "from_epoch",
@@ -201,10 +209,10 @@ def gaps(
         c("ready_ts").isNull().alias("never_ready"),
     )
     clipped_start = F.greatest(c("_start"), c("period_start"))
-    clipped_end = F.least(c("_end"), c("period_end"))
+    clipped_end = F.least(F.coalesce(c("_end"), c("period_end")), c("period_end"))
     return (
         raw.join(F.broadcast(periods), "cluster")
-        .where((c("_end") >= c("period_start")) & (c("_start") <= c("period_end")))
+        .where((clipped_end >= c("period_start")) & (c("_start") <= c("period_end")))
         .select(
             "cluster",
             "from_epoch",

@@ -99,5 +99,6 @@ def leader_imbalance_hourly(facts: DataFrame, periods: DataFrame) -> DataFrame:
         (c("preferred") / c("span_s")).alias("avg_preferred_partitions"),
         (c("not_led") / c("span_s")).alias("avg_not_preferred_led"),
         F.when(c("preferred") > 0, c("not_led") / c("preferred")).alias("imbalance_ratio"),
+        c("span_s"),  # the hour's seconds inside the period: the weight of its averages
         F.to_date("bucket").alias("dt"),
     )
