@@ -40,6 +40,7 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, RestrictedRegistry
 
 from controller.core.controller_state import TIMED_STATES, ControllerState
+from controller.core.events import event_names
 
 log = structlog.stdlib.get_logger("controller.metrics")
 
@@ -330,6 +331,9 @@ class ControllerMetrics:
             labelnames=("event",),
             registry=r,
         )
+        # Every series at 0 from the start: Prometheus' increase() sees a first failure.
+        for name in event_names():
+            self._event_errors.labels(event=name)
         self._disconnects = Counter(
             PREFIX + "zookeeper_disconnects_total",
             "Times this process's ZooKeeper connection was suspended (Kafka's "

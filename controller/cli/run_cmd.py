@@ -83,7 +83,12 @@ def run(args: argparse.Namespace) -> int:
         print(render_effective_config(config))
         return 0
     if config is None:
-        from controller.zk.server import LocalZooKeeper, local_zookeeper_problem
+        from controller.zk.server import (
+            LocalZooKeeper,
+            ZooKeeperStartError,
+            ZooKeeperUnavailable,
+            local_zookeeper_problem,
+        )
 
         problem = local_zookeeper_problem()
         if problem:
@@ -93,7 +98,12 @@ def run(args: argparse.Namespace) -> int:
         probe = load_config(args.config, flags={**flags, "zookeeper.connect": "127.0.0.1:1"})
         data_dir = probe.embedded_zookeeper_data_dir
         embedded = LocalZooKeeper(port=args.embedded_zookeeper_port, data_dir=data_dir)
-        embedded.start()
+        try:
+            embedded.start()
+        except (ZooKeeperStartError, ZooKeeperUnavailable) as exc:
+            first = str(exc).splitlines()[0]
+            print(f"cannot start the embedded ZooKeeper: {first}", file=sys.stderr)
+            return 1
         print(f"started embedded ZooKeeper at {embedded.hosts} (data in {data_dir})",
               file=sys.stderr)
         config = load_config(args.config, flags={**flags, "zookeeper.connect": embedded.hosts})

@@ -279,3 +279,17 @@ class Probe(ReplyingEvent):
 
     state: ClassVar[ControllerState] = ControllerState.Idle
     fn: Any = None
+
+
+def event_names() -> list[str]:
+    """The names of every kind of event (the leaf classes), sorted: the label values of the
+    per-event metrics, created up front so a first occurrence is an increase."""
+    leaves: set[str] = set()
+    todo = [ControllerEvent]
+    while todo:
+        cls = todo.pop()
+        subclasses = cls.__subclasses__()
+        if not subclasses:
+            leaves.add(cls.__name__)
+        todo.extend(subclasses)
+    return sorted(leaves)

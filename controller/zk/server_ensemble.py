@@ -14,7 +14,13 @@ from typing import Any, Self
 
 from controller.zk.server_local import LocalZooKeeper, _Managed, _terminate
 from controller.zk.server_probes import free_ports
-from controller.zk.server_setup import DEFAULT_HEAP, LOOPBACK, QUORUM_MAIN, ZooKeeperStartError
+from controller.zk.server_setup import (
+    DEFAULT_HEAP,
+    LOOPBACK,
+    QUORUM_MAIN,
+    ZooKeeperPortInUseError,
+    ZooKeeperStartError,
+)
 
 
 class LocalEnsemble(_Managed):
@@ -99,16 +105,18 @@ class LocalEnsemble(_Managed):
             if not self.nodes or attempt:
                 self.stop()
                 self._build_nodes()  # fresh ports when a node lost a port race
-            for node in self.nodes:
-                node.start(wait=False)
             try:
+                for node in self.nodes:
+                    node.start(wait=False)
                 for node in self.nodes:
                     node.wait_ready()
                 self.wait_for_quorum(all_nodes=True)  # tests may stop any node next
                 self.startup_seconds = time.monotonic() - began
                 return self
-            except ZooKeeperStartError:
-                clash = any("Address already in use" in n.log_tail(300) for n in self.nodes)
+            except ZooKeeperStartError as exc:
+                clash = isinstance(exc, ZooKeeperPortInUseError) or any(
+                    "Address already in use" in n.log_tail(300) for n in self.nodes
+                )
                 if not clash or attempt == 2:
                     self.stop()
                     raise

@@ -27,6 +27,7 @@ from controller.zk.server_setup import (
     MIN_SESSION_TIMEOUT_MS,
     STANDALONE_MAIN,
     TICK_TIME_MS,
+    ZooKeeperPortInUseError,
     ZooKeeperStartError,
     ZooKeeperUnavailable,
     config_text,
@@ -200,7 +201,7 @@ class LocalZooKeeper(_Managed):
         if not self._auto_port and _accepts_connections(self.host, self.port):
             # Another server would answer our readiness probes in the half second our JVM
             # takes to fail on the port, and we would hand out a stranger's ZooKeeper.
-            raise ZooKeeperStartError(
+            raise ZooKeeperPortInUseError(
                 f"port {self.port} on {self.host} is already in use (another ZooKeeper?); "
                 "stop it or choose another port"
             )

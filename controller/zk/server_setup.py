@@ -51,6 +51,10 @@ class ZooKeeperStartError(RuntimeError):
     """A local ZooKeeper process was launched but did not become ready."""
 
 
+class ZooKeeperPortInUseError(ZooKeeperStartError):
+    """The server's fixed client port already accepts connections: not started."""
+
+
 class ZooKeeperHandle(Protocol):
     """What every tier offers: a connect string and a way to shut it down."""
 

@@ -284,3 +284,23 @@ def test_a_registration_left_by_an_earlier_session_is_waited_out(
         with contextlib.suppress(Exception):
             holder.stop()
             holder.close()
+
+
+def test_run_with_an_embedded_zookeeper_on_a_taken_port_is_one_line(
+    zk_local_install: Path, tmp_path: Path
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if k != "ZK_CONNECT"}
+        done = subprocess.run(
+            [*CLI, "run", "--controller-id", "0", "--embedded-zookeeper",
+             "--embedded-zookeeper-port", str(port)],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 1, done
+    assert done.stderr.strip().splitlines() == [
+        f"cannot start the embedded ZooKeeper: port {port} on 127.0.0.1 is already in use "
+        "(another ZooKeeper?); stop it or choose another port"
+    ], done.stderr

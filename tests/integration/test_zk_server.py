@@ -9,6 +9,7 @@ import re
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -309,3 +310,33 @@ def test_a_taken_port_is_refused_not_borrowed(zk_standalone: LocalZooKeeper) -> 
         second.start()
     assert not second.running
     assert zk_standalone.ruok()
+
+
+def test_an_ensemble_node_that_loses_its_port_is_retried_on_fresh_ports(
+    zk_local_install: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node's client port, picked free, is taken before its JVM starts: the ensemble
+    starts again on fresh ports, and leaves no node of the failed attempt running."""
+    import controller.zk.server_ensemble as ensemble_module
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        real = ensemble_module.free_ports
+        calls: list[list[int]] = []
+
+        def rigged(count: int, host: str = "127.0.0.1") -> list[int]:
+            ports = real(count, host)
+            if not calls:
+                ports[3] = taken.getsockname()[1]  # node 1's client port
+            calls.append(ports)
+            return ports
+
+        monkeypatch.setattr(ensemble_module, "free_ports", rigged)
+        ensemble = LocalEnsemble(3, start_timeout=60)
+        try:
+            ensemble.start()
+            assert len(calls) == 2
+            assert sorted(ensemble.modes()) == ["follower", "follower", "leader"]
+        finally:
+            ensemble.close()

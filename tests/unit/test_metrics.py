@@ -357,3 +357,16 @@ def test_zookeeper_observer_session_state_and_elections() -> None:
         assert sum(v for k, v in s.items() if k.startswith(P + "zookeeper_session_state")) == 0
     finally:
         served.server.shutdown()
+
+
+def test_every_event_has_an_error_series_from_the_start() -> None:
+    """So that Prometheus' increase() (the ZkControllerEventErrors alert) sees the first
+    failure of any kind of event, not only the second."""
+    from controller.core.events import event_names
+
+    m = ControllerMetrics()
+    names = event_names()
+    assert {"BrokerChange", "TopicChange", "AlterPartitionReceived", "Startup"} <= set(names)
+    for name in names:
+        value = m.registry.get_sample_value(P + "event_errors_total", {"event": name})
+        assert value == 0, name
