@@ -61,6 +61,10 @@ def cluster_from_path(path: Column) -> Column:
     )
 
 
+TS_MIN_MICROS = 946_684_800_000_000  # 2000-01-01T00:00:00Z
+TS_MAX_MICROS = 253_402_300_800_000_000  # 10000-01-01T00:00:00Z
+
+
 def _bad_reason() -> Column:
     from pyspark.sql import functions as F
 
@@ -68,8 +72,16 @@ def _bad_reason() -> Column:
     reason = F.when(c(S.CORRUPT_COLUMN).isNotNull(), F.lit("unparseable"))
     for name in S.REQUIRED:
         reason = reason.when(c(name).isNull(), F.lit(f"missing {name}"))
+    # A number in ts is read as epoch seconds (milliseconds then land past year 9999, where
+    # Python's datetime ends and the job died; 12345 stretched the period back to 1970): no
+    # controller log is from before 2000 or after 9999.
+    ts_micros = F.unix_micros(c("ts"))
     return (
-        reason.when(~c("kind").isin(*S.KINDS), F.lit("unknown kind"))
+        reason.when(
+            (ts_micros < TS_MIN_MICROS) | (ts_micros >= TS_MAX_MICROS),
+            F.lit("ts out of range (2000-01-01 to 9999-12-31)"),
+        )
+        .when(~c("kind").isin(*S.KINDS), F.lit("unknown kind"))
         .when(
             c("kind").isin(S.KIND_PARTITION, S.KIND_REPLICA)
             & (c("topic").isNull() | c("partition").isNull()),

@@ -259,3 +259,30 @@ def test_the_report_weights_hours_by_their_span_and_lists_the_worst_flappers_fir
     # Broker 1 led t-0 for 30 s of the period's 3630 (u-0 is led by 2 from 3630 s, a point).
     assert round(brokers[1]["avg_leaders"], 4) == round(30 / 3630, 4)
     assert facts["flapping"][0]["cluster"] == "b"
+
+
+def test_a_ts_out_of_range_is_a_bad_record_not_a_crash(spark, tmp_path: Path) -> None:
+    """A number in ts is read as epoch seconds: milliseconds land past year 9999 (the job died
+    with an OverflowError), 12345 in 1970 (the period, and a directory per day, from 1970)."""
+    from controller.analytics.job import JobConfig, analyze
+
+    log = Log()
+    log.create(0, "t", 0, [1])
+    good = list(log.lines)
+    stamp = '"ts": "2026-11-22T10:00:00.000000Z"'
+    bad = [
+        good[0].replace(stamp, '"ts": 1763805600000'),
+        good[0].replace(stamp, '"ts": 12345'),
+        good[0].replace(stamp, '"ts": "+10000-01-01T00:00:00Z"'),
+    ]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "log.jsonl").write_text("\n".join([*good, *bad]) + "\n")
+    result = analyze(
+        spark, JobConfig(inputs=[str(tmp_path / "in")], output=str(tmp_path / "out"))
+    )
+    assert result.bad == 3
+    bad_records = spark.read.parquet(str(tmp_path / "out" / "bad_records"))
+    reasons = [r.reason for r in bad_records.collect()]
+    assert sorted(reasons)[0].startswith("ts out of range") and len(set(reasons)) == 1
+    (stats,) = result.clusters
+    assert stats.period_start is not None and stats.period_start.year == 2026
