@@ -83,12 +83,7 @@ def run(args: argparse.Namespace) -> int:
         print(render_effective_config(config))
         return 0
     if config is None:
-        from controller.zk.server import (
-            LocalZooKeeper,
-            ZooKeeperStartError,
-            ZooKeeperUnavailable,
-            local_zookeeper_problem,
-        )
+        from controller.zk.server import LocalZooKeeper, local_zookeeper_problem
 
         problem = local_zookeeper_problem()
         if problem:
@@ -98,11 +93,8 @@ def run(args: argparse.Namespace) -> int:
         probe = load_config(args.config, flags={**flags, "zookeeper.connect": "127.0.0.1:1"})
         data_dir = probe.embedded_zookeeper_data_dir
         embedded = LocalZooKeeper(port=args.embedded_zookeeper_port, data_dir=data_dir)
-        try:
-            embedded.start()
-        except (ZooKeeperStartError, ZooKeeperUnavailable) as exc:
-            first = str(exc).splitlines()[0]
-            print(f"cannot start the embedded ZooKeeper: {first}", file=sys.stderr)
+        if (start_problem := embedded.start_problem()) is not None:
+            print(f"cannot start the embedded ZooKeeper: {start_problem}", file=sys.stderr)
             return 1
         print(f"started embedded ZooKeeper at {embedded.hosts} (data in {data_dir})",
               file=sys.stderr)

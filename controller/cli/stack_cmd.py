@@ -215,23 +215,15 @@ def run(args: argparse.Namespace) -> int:
     embedded = None
     connect = args.zookeeper
     if not connect:
-        from controller.zk.server import (
-            LocalZooKeeper,
-            ZooKeeperStartError,
-            ZooKeeperUnavailable,
-            local_zookeeper_problem,
-        )
+        from controller.zk.server import LocalZooKeeper, local_zookeeper_problem
 
         problem = local_zookeeper_problem()
         if problem:
             print(f"stack: cannot start an embedded ZooKeeper: {problem}", file=sys.stderr)
             return 2
         embedded = LocalZooKeeper(port=args.zookeeper_port, data_dir=var_dir / "zookeeper")
-        try:
-            embedded.start()
-        except (ZooKeeperStartError, ZooKeeperUnavailable) as exc:
-            first = str(exc).splitlines()[0]
-            print(f"stack: cannot start the embedded ZooKeeper: {first}", file=sys.stderr)
+        if (start_problem := embedded.start_problem()) is not None:
+            print(f"stack: cannot start the embedded ZooKeeper: {start_problem}", file=sys.stderr)
             return 1
         connect = embedded.hosts
         print(f"stack: embedded ZooKeeper at {connect} (data in {var_dir / 'zookeeper'})")

@@ -285,6 +285,15 @@ class LocalZooKeeper(_Managed):
                 )
             time.sleep(0.05)
 
+    def start_problem(self) -> str | None:
+        """``start``, for a command line: None, or the first line of why it failed (the log's
+        tail stays in the server's log file)."""
+        try:
+            self.start()
+        except (ZooKeeperStartError, ZooKeeperUnavailable) as exc:
+            return str(exc).splitlines()[0]
+        return None
+
     def _answering_is_ours(self) -> bool:
         """The server answering on our port runs in our work dir (``envi``'s ``user.dir``):
         not another one that took the port between our check and our JVM's bind."""

@@ -234,21 +234,34 @@ def test_the_stack_reports_a_broker_that_dies_and_keeps_running(
         assert stack.wait(120) == 0, output.read_text()[-3000:]
 
 
-def test_a_zookeeper_port_in_use_is_one_line(zk_local_install: Path, tmp_path: Path) -> None:
+def _on_a_taken_port(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], int]:
+    """Run the CLI with ``args`` + a port something already listens on (``{port}`` in
+    ``args`` is replaced by it); the result and the port."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         env = {k: v for k, v in os.environ.items() if k != "ZK_CONNECT"}
         done = subprocess.run(
-            [*CLI, "stack", "--zookeeper-port", str(port), "--var-dir", str(tmp_path / "var")],
-            capture_output=True, text=True, env=env, timeout=60,
+            [*CLI, *(a.replace("{port}", str(port)) for a in args)],
+            capture_output=True, text=True, env=env, cwd=cwd, timeout=60,
         )  # fmt: skip
+    return done, port
+
+
+def _refused_in_one_line(done: subprocess.CompletedProcess[str], prefix: str, port: int) -> None:
     assert done.returncode == 1, done
     assert done.stderr.strip().splitlines() == [
-        f"stack: cannot start the embedded ZooKeeper: port {port} on 127.0.0.1 is already in "
+        f"{prefix}cannot start the embedded ZooKeeper: port {port} on 127.0.0.1 is already in "
         "use (another ZooKeeper?); stop it or choose another port"
     ], done.stderr
+
+
+def test_a_zookeeper_port_in_use_is_one_line(zk_local_install: Path, tmp_path: Path) -> None:
+    done, port = _on_a_taken_port(
+        "stack", "--zookeeper-port", "{port}", "--var-dir", str(tmp_path / "var"), cwd=tmp_path
+    )
+    _refused_in_one_line(done, "stack: ", port)
 
 
 def test_a_registration_left_by_an_earlier_session_is_waited_out(
@@ -289,18 +302,8 @@ def test_a_registration_left_by_an_earlier_session_is_waited_out(
 def test_run_with_an_embedded_zookeeper_on_a_taken_port_is_one_line(
     zk_local_install: Path, tmp_path: Path
 ) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        env = {k: v for k, v in os.environ.items() if k != "ZK_CONNECT"}
-        done = subprocess.run(
-            [*CLI, "run", "--controller-id", "0", "--embedded-zookeeper",
-             "--embedded-zookeeper-port", str(port)],
-            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60,
-        )  # fmt: skip
-    assert done.returncode == 1, done
-    assert done.stderr.strip().splitlines() == [
-        f"cannot start the embedded ZooKeeper: port {port} on 127.0.0.1 is already in use "
-        "(another ZooKeeper?); stop it or choose another port"
-    ], done.stderr
+    done, port = _on_a_taken_port(
+        "run", "--controller-id", "0", "--embedded-zookeeper",
+        "--embedded-zookeeper-port", "{port}", cwd=tmp_path,
+    )  # fmt: skip
+    _refused_in_one_line(done, "", port)
