@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -65,6 +66,49 @@ def test_out_of_order_and_duplicate_lines_change_nothing(spark, tmp_path: Path) 
     assert counts == len(noisy)
     assert a.timeline.where("dup").count() == 4
     assert a.timeline.where("live").count() == len(lines)
+
+
+def _copy(line: str, **changes: object) -> str:
+    record = json.loads(line)
+    record.update(changes)
+    return json.dumps(record)
+
+
+def test_a_bad_or_failed_copy_never_displaces_the_good_one(spark, tmp_path: Path) -> None:
+    """Copies of a record id that are bad (an unknown state) or failed sort after the usable
+    copy, whatever the line order: the usable one counts and none is a duplicate."""
+    from pyspark.testing import assertDataFrameEqual
+
+    lines = three_outages().lines
+    good = lines[4]  # t-0 goes offline at 100 s
+    copies = [_copy(good, to_state="Bogus"), _copy(good, result="error")]
+    for n, noisy in enumerate([lines[:4] + copies + lines[4:], lines + copies]):
+        a = analyze_lines(spark, tmp_path, noisy, name=f"c1.{n}.jsonl")
+        expected = spark.createDataFrame(EXPECTED_WINDOWS, WINDOW_SCHEMA)
+        assertDataFrameEqual(a["unavailability_windows"].select(WINDOW_COLS), expected)
+        assert a.timeline.where("dup").count() == 0
+        assert a.timeline.where("live").count() == len(lines)
+
+
+def test_conflicting_copies_one_counts_whatever_the_line_order(spark, tmp_path: Path) -> None:
+    """Two usable copies of one record id that differ (t-0's recovery at 160 s, by broker 2
+    and by broker 1): the same one counts in either line order, and the record after them
+    sees that copy's leader, not the dropped one's."""
+    lines = three_outages().lines
+    other = _copy(lines[5], leader=1, isr=[1])
+    kept = set()
+    for n, noisy in enumerate([[*lines, other], [*lines[:5], other, *lines[5:]]]):
+        a = analyze_lines(spark, tmp_path, noisy, name=f"c1.{n}.jsonl")
+        tl = a.timeline.where("topic = 't' AND partition = 0")
+        (live,) = tl.where("live AND ts = to_timestamp('2026-11-22 10:02:40')").collect()
+        (dropped,) = tl.where("dup").collect()
+        assert {live.leader, dropped.leader} == {1, 2}
+        kept.add(live.leader)
+        (after,) = tl.where("kind = 'replica'").collect()
+        assert after.leader_before == live.leader
+        (window,) = a["unavailability_windows"].where("topic = 't' AND partition = 0").collect()
+        assert window.leader_after == live.leader
+    assert len(kept) == 1
 
 
 def test_availability_and_mttr(spark, tmp_path: Path) -> None:

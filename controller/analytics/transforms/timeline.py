@@ -9,7 +9,11 @@ through their facts (``facts.py``), computed in the same pass, so the expensive 
 sort happen once and the timeline is never stored.
 
 Duplicates (the same controller_id, controller_epoch and seq) are dropped in the same pass: a
-re-sent line repeats its ts too, so it sorts right after its original and ``dup`` marks it.
+re-sent line repeats its ts too, so it sorts next to its original and ``dup`` marks every
+usable copy but the first. Usable copies sort before bad or failed ones (a bad copy read first
+must not make the good one the dropped one), and copies that differ in content sort by a hash
+of it, so which one counts does not depend on line order. A dropped copy carries nothing
+forward: the next record's "before" values are those of the copy that counts.
 
 For speed at scale the window is keyed by a 64-bit hash of (cluster, topic, partition): the
 sort then compares longs, not strings (a collision needs ~2^32 partitions to be likely).
@@ -30,6 +34,12 @@ EXISTING = (ONLINE, OFFLINE)  # phases that count towards availability
 
 PARTITION_KEY = ("cluster", "topic", "partition")
 ORDER = ("ts", "controller_epoch", "seq", "controller_id")
+
+# What makes two copies of one record id differ (the tie-break among such copies).
+CONTENT = (
+    "kind", "from_state", "to_state", "event", "election", "result", "leader", "leader_epoch",
+    "replica", "isr",
+)
 
 # What the timeline keeps of each record (besides the derived columns).
 KEPT = (
@@ -124,6 +134,7 @@ def timeline(records: DataFrame) -> DataFrame:
     # phase computed once, here.
     narrow = records.select(
         F.xxhash64(*PARTITION_KEY).alias("_pkey"),
+        F.xxhash64(*CONTENT).alias("_content"),
         *KEPT,
         F.when(usable & (F.size("isr") > 0), c("isr")).alias("isr"),
         F.when(bad, F.struct("bad_reason", "raw", "source_file")).alias("_bad"),
@@ -132,9 +143,17 @@ def timeline(records: DataFrame) -> DataFrame:
         F.when(is_part, _phase_from()).alias("_phase_from"),
         F.when(usable & is_part, pref_hint).alias("_pref_hint"),
     )
-    w = Window.partitionBy("_pkey").orderBy(*ORDER)
+    w = Window.partitionBy("_pkey").orderBy(*ORDER, c("usable").desc(), "_content")
     before = w.rowsBetween(Window.unboundedPreceding, -1)
-    live_part = c("usable") & c("_phase").isNotNull()
+    rid = F.xxhash64(*ORDER)
+    # Usable copies sort first within a record id, so "the row before is a usable copy of the
+    # same record" marks all usable copies but the first, and never a good copy after a bad.
+    dup = c("usable") & F.coalesce(
+        F.lag(c("usable")).over(w) & (F.lag(rid).over(w) == rid), F.lit(False)
+    )
+    narrow = narrow.select("*", dup.alias("dup"))
+    counted = c("usable") & ~c("dup")
+    live_part = counted & c("_phase").isNotNull()
     phase = c("_phase")
     lead_now = F.when(phase == ONLINE, c("leader")).otherwise(F.lit(S.NO_LEADER))
 
@@ -142,16 +161,14 @@ def timeline(records: DataFrame) -> DataFrame:
         """The last non-null value among the records before this one."""
         return F.last(value, ignorenulls=True).over(before)
 
-    rid = F.xxhash64(*ORDER)
     t = narrow.select(
         "*",
-        F.coalesce(F.lag(rid).over(w) == rid, F.lit(False)).alias("dup"),
         # phase << 32 | (leader + 1): two carried values for the price of one
         carried(F.when(live_part, F.shiftleft(phase.cast("long"), 32) + (lead_now + 1)))
         .alias("_state_before"),
-        carried(F.when(c("usable") & (c("leader") >= 0), c("leader"))).alias("leader_before"),
-        carried(c("isr")).alias("_isr_before"),
-        carried(c("_pref_hint")).alias("pref_before"),
+        carried(F.when(counted & (c("leader") >= 0), c("leader"))).alias("leader_before"),
+        carried(F.when(~c("dup"), c("isr"))).alias("_isr_before"),
+        carried(F.when(~c("dup"), c("_pref_hint"))).alias("pref_before"),
     )
     # Most records leave the ISR as it was: compare first, take set differences only then. A
     # partition's creation (after a deletion of a topic of the same name too) changes no ISR.
