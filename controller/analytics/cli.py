@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import re
 import sys
 import zipfile
 from collections.abc import Iterable
@@ -114,6 +115,11 @@ def run_from_args(args: argparse.Namespace) -> int:
         if type(exc).__name__ == "Py4JJavaError":
             # One line, the JVM's root cause, not a Python and a Java traceback.
             cause = _java_root_cause(exc)
+            unreadable = _unreadable_file(exc)
+            if unreadable:
+                print(f"error: cannot read {unreadable}: {cause}", file=sys.stderr)
+                print(_CORRUPT_FILE_HINT, file=sys.stderr)
+                return 1
             print(f"error: {cause}", file=sys.stderr)
             if "FileSystem" in cause or "ClassNotFoundException" in cause:
                 print(_CONNECTOR_HINT, file=sys.stderr)
@@ -132,6 +138,27 @@ _CONNECTOR_HINT = (
     "--conf spark.jars.packages=org.apache.hadoop:hadoop-aws:<Spark's Hadoop version> for "
     "s3a:// (docs/analytics.md)"
 )
+
+
+_CORRUPT_FILE_HINT = (
+    "hint: a truncated or corrupt file (a .gz cut short, or still being written) stops the "
+    "job; --conf spark.sql.files.ignoreCorruptFiles=true analyses what can be read of it and "
+    "skips the rest (Spark logs a warning naming each such file)"
+)
+
+
+def _unreadable_file(exc: BaseException) -> str | None:
+    """The file named by Spark's FAILED_READ_FILE error in a py4j error's causes, if any."""
+    try:
+        cause = exc.java_exception  # type: ignore[attr-defined]
+        while cause is not None:
+            found = re.search(r"while reading file (\S+)\.(?:\s|$)", str(cause.getMessage()))
+            if found:
+                return found.group(1)
+            cause = cause.getCause()
+    except Exception:
+        pass
+    return None
 
 
 def _java_root_cause(exc: BaseException) -> str:

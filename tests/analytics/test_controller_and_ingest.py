@@ -82,14 +82,25 @@ def test_malformed_lines_become_bad_records(spark, tmp_path: Path) -> None:
         good[0].replace('"kind": "partition"', '"kind": "broker"'),
         good[0].replace('"topic": "t"', '"topic": null'),
         good[0].replace('"to_state": "NewPartition"', '"to_state": "Sideways"'),
+        # Spark reads any JSON value into a string column as its text: an object as a topic
+        # is caught by Kafka's topic-name rule, other fields by their vocabulary.
+        good[0].replace('"topic": "t"', '"topic": {"name": "t"}'),
+        good[0].replace('"topic": "t"', '"topic": "a/b"'),
+        good[0].replace('"from_state": "NonExistentPartition"', '"from_state": ["x"]'),
+        good[1].replace('"election": null', '"election": "sideways"'),
+        log.replica(0, "t", 0, 1, "NewReplica", "UpsideDownReplica", 1, [1]),
+        log.controller(0, "confused"),
     ]
+    del log.lines[len(good):]
     a = analyze_lines(spark, tmp_path, [*good[:1], *bad, "", *good[1:]])
     from controller.analytics.outputs import bad_records
 
     rows = bad_records(a.facts).collect()
     assert sorted(r.reason for r in rows) == sorted([
         "unparseable", "unparseable", "unparseable", "missing ts", "unknown kind",
-        "missing topic or partition", "unknown partition state",
+        "missing topic or partition", "unknown partition state", "invalid topic name",
+        "invalid topic name", "unknown partition state", "unknown election",
+        "unknown replica state", "unknown controller state",
     ])
     assert {r.raw for r in rows if r.reason == "unparseable"} >= {bad[0], bad[1]}
     assert all(r.source_file.endswith("log.jsonl") for r in rows)
@@ -119,6 +130,66 @@ def test_cluster_from_record_or_file_name(spark, tmp_path: Path) -> None:
     got = {r.cluster for r in clean(read_logs(spark, paths)).select("cluster").collect()}
     # names as written, not as the escapes of the file URIs Spark reports
     assert got == {"prod-eu-1", "blue", "default", "green", "eu west", "us+east 2"}
+
+
+def test_a_directory_is_read_with_its_subdirectories(spark, tmp_path: Path) -> None:
+    """Files next to subdirectories (Spark's partition discovery failed the job on that), in
+    nested per-cluster directories, and under a ``cluster=NAME`` directory whose records say
+    otherwise (discovery let the directory override them); not hidden files."""
+    from controller.analytics.ingest import clean, read_logs
+
+    def write(path: Path, cluster: str | None, seq_from: int) -> None:
+        log = Log(cluster=cluster)
+        log.seq = seq_from
+        log.create(0, "t", 0, [1])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log.write(path)
+
+    root = tmp_path / "logs"
+    write(root / "top.jsonl", "top", 0)
+    write(root / "eu" / "2026-11-22" / "prod-eu-1.jsonl", None, 10)
+    write(root / "cluster=blue" / "state-change.log", "green", 20)
+    write(root / "cluster=blue" / "more.jsonl", None, 30)
+    write(root / ".hidden.jsonl", "hidden", 40)
+    rows = clean(read_logs(spark, [str(root)])).select("cluster", "seq", "bad_reason").collect()
+    assert all(r.bad_reason is None for r in rows)
+    assert sorted((r.cluster, r.seq) for r in rows) == [
+        ("blue", 31), ("blue", 32), ("green", 21), ("green", 22),
+        ("prod-eu-1", 11), ("prod-eu-1", 12), ("top", 1), ("top", 2),
+    ]
+
+
+def test_a_truncated_gzip_is_named_with_a_way_to_read_what_it_holds(
+    spark, tmp_path: Path
+) -> None:
+    import gzip
+    import subprocess
+    import sys
+
+    from controller.analytics.ingest import read_logs
+
+    log = Log()
+    for p in range(200):
+        log.create(p, "t", p, [1, 2])
+    packed = gzip.compress(("\n".join(log.lines) + "\n").encode())
+    cut = tmp_path / "c1.jsonl.gz"
+    cut.write_bytes(packed[: len(packed) // 2])
+    done = subprocess.run(
+        [sys.executable, "-m", "controller", "analyze", "run", "--input", str(cut),
+         "--output", str(tmp_path / "out"), "--master", "local[1]"],
+        capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert f"error: cannot read file://{cut}: java.io.EOFException" in done.stderr
+    assert "spark.sql.files.ignoreCorruptFiles=true" in done.stderr
+    assert "Traceback" not in done.stderr
+    # What the hint promises: the lines before the cut, and no failure.
+    spark.conf.set("spark.sql.files.ignoreCorruptFiles", "true")
+    try:
+        read = read_logs(spark, [str(cut)]).where("seq IS NOT NULL").count()
+    finally:
+        spark.conf.unset("spark.sql.files.ignoreCorruptFiles")
+    assert 0 < read < len(log.lines)
 
 
 def test_two_clusters_are_analysed_apart(spark, tmp_path: Path) -> None:
