@@ -77,13 +77,17 @@ class _TopicNamesOf(Mapping[str, str]):
         return len(self._map())
 
 
-def inter_broker_endpoint(broker: Broker) -> EndPoint | None:
-    """The endpoint advertised to other brokers in LiveLeaders: the PLAINTEXT one, else the
-    first one."""
+def inter_broker_endpoint(broker: Broker, listener: str) -> EndPoint | None:
+    """The endpoint advertised to other brokers in LiveLeaders: the one on the inter-broker
+    listener (``inter.broker.listener.name``), or None if the broker did not register it.
+
+    Kafka's ``Broker.node`` throws there, failing the whole batch; leaving the leader out
+    lets its followers fall back to their metadata cache and every other broker be served.
+    """
     for ep in broker.endpoints:
-        if ep.listener == "PLAINTEXT":
+        if ep.listener == listener:
             return ep
-    return broker.endpoints[0] if broker.endpoints else None
+    return None
 
 
 class ControllerBrokerRequestBatch:
@@ -94,8 +98,10 @@ class ControllerBrokerRequestBatch:
         channel: ControllerChannelManager,
         put: EventSink,
         state_change_log: object | None = None,
+        inter_broker_listener: str = "PLAINTEXT",
     ) -> None:
         self.controller_id = controller_id
+        self.inter_broker_listener = inter_broker_listener
         self.context = context
         self.channel = channel
         self._put = put
@@ -267,9 +273,20 @@ class ControllerBrokerRequestBatch:
             live_leaders = []
             for leader in leaders:
                 broker = ctx.live_or_shutting_down_broker(leader)
-                endpoint = inter_broker_endpoint(broker) if broker is not None else None
-                if endpoint is not None:
-                    live_leaders.append((leader, endpoint))
+                if broker is None:
+                    continue
+                endpoint = inter_broker_endpoint(broker, self.inter_broker_listener)
+                if endpoint is None:
+                    log.warning(
+                        "leader has no endpoint on the inter-broker listener; left out of "
+                        "LeaderAndIsr live_leaders",
+                        leader=leader,
+                        listener=self.inter_broker_listener,
+                        endpoints=[ep.connection_string() for ep in broker.endpoints],
+                        broker=broker_id,
+                    )
+                    continue
+                live_leaders.append((leader, endpoint))
             request = convert.leader_and_isr_request(
                 controller_id=self.controller_id,
                 controller_epoch=controller_epoch,

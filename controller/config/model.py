@@ -29,6 +29,7 @@ class ControllerConfig:
     request_timeout_ms: int
     control_plane_listener_name: str | None
     controller_listener_name: str
+    inter_broker_listener_name: str
     grpc_listen: HostPort
     metrics_listen: HostPort
     log_dir: Path

@@ -183,6 +183,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("controller.listener.name", Kind.LISTENER, "CONTROLLER",
             doc="Broker listener (in each broker's registered endpoints) that the controller "
                 "connects to over gRPC."),
+    Setting("inter.broker.listener.name", Kind.LISTENER, "PLAINTEXT", kafka=True,
+            doc="Broker listener advertised in LeaderAndIsr live_leaders, where followers "
+                "reach their leaders; a leader that did not register it is left out (and "
+                "logged)."),
     Setting("grpc.listen", Kind.HOST_PORT, parse_host_port(DEFAULT_GRPC_LISTEN),
             doc="host:port of the controller's gRPC server (port 0 picks a free port)."),
     Setting("metrics.listen", Kind.HOST_PORT, parse_host_port(DEFAULT_METRICS_LISTEN),

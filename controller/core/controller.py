@@ -118,6 +118,7 @@ class Controller:
                 self.channel,
                 self.events.put,
                 self.state_change_log,
+                inter_broker_listener=self.config.inter_broker_listener_name,
             )
 
         self.request_batch: ControllerBrokerRequestBatch = new_batch()

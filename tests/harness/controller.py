@@ -129,6 +129,7 @@ class ControllerHarness:
             self.ctx,
             self.channel,
             self.batch_events.append,  # type: ignore[arg-type]
+            inter_broker_listener=self.config.inter_broker_listener_name,
         )
 
     # -- events --------------------------------------------------------------------------

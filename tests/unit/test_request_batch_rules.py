@@ -158,6 +158,41 @@ def test_live_leaders_lists_live_or_shutting_down_leaders_on_their_plaintext_end
     ]
 
 
+def test_live_leaders_use_the_configured_inter_broker_listener() -> None:
+    """inter.broker.listener.name picks the endpoint (not PLAINTEXT, not the first one); a
+    leader that did not register that listener is left out, and the request still goes."""
+    from controller.core.model import Broker
+    from tests.harness.channel import make_broker
+
+    h = ControllerHarness(controller_id=1, flags={"inter.broker.listener.name": "INTERNAL"})
+    try:
+        h.ctx.epoch = EPOCH
+        brokers: dict[Broker, int] = {
+            make_broker(1, listeners=("EXTERNAL", "INTERNAL", "CONTROLLER")): 11,
+            make_broker(2, listeners=("PLAINTEXT", "CONTROLLER")): 12,
+            make_broker(3, listeners=("CONTROLLER", "INTERNAL")): 13,
+        }
+        h.ctx.set_live_brokers(brokers)
+        for broker, epoch in brokers.items():
+            h.channel.add_broker(broker, epoch)
+        h.create_topic("foo", {0: RS, 1: RS}, in_zk=False)
+        h.ctx.put_partition_leadership_info(FOO0, leadership(1, (1, 2, 3), leader_epoch=4))
+        h.ctx.put_partition_leadership_info(FOO1, leadership(2, (2, 3), leader_epoch=4))
+        batch = h.new_batch()
+        batch.new_batch()
+        for tp in (FOO0, FOO1):
+            add_lai(h, batch, (3,), tp)
+        batch.send_requests_to_brokers(EPOCH)
+
+        request = h.channel.only(3, LAI).message
+        assert [(b.broker_id, b.port) for b in request.live_leaders] == [(1, 19901)]
+        assert {p.partition_index for t in request.topic_states for p in t.partition_states} == {
+            0, 1,
+        }
+    finally:
+        h.close()
+
+
 def test_a_leader_of_minus_one_is_never_a_recipient(
     h: ControllerHarness, batch: ControllerBrokerRequestBatch
 ) -> None:
