@@ -184,6 +184,39 @@ def alter_broker_default_config(
                   add, delete)  # fmt: skip
 
 
+def alter_broker_config(port: ZkPort, broker_id: int, add: Mapping[str, str]) -> dict[str, str]:
+    """Set dynamic configs of one broker (``/config/brokers/<id>``): here only the replication
+    throttle rates a reassignment sets (``controller.admin.throttles``), non-negative longs."""
+    for name, value in add.items():
+        if not (value.isascii() and value.isdigit() and int(value) < 2**63):
+            raise InvalidConfigError(f"invalid value {value!r} for {name}: not a long >= 0")
+    return _alter(port, BROKERS, str(broker_id), paths.config_entity_path(BROKERS, str(broker_id)),
+                  f"broker {broker_id}", dict(add), [])  # fmt: skip
+
+
+def remove_broker_configs(port: ZkPort, broker_id: int, names: Sequence[str]) -> bool:
+    """Remove those of ``names`` that broker ``broker_id`` sets; whether any was."""
+    path = paths.config_entity_path(BROKERS, str(broker_id))
+    return _remove(port, BROKERS, str(broker_id), path, f"broker {broker_id}", names)
+
+
+def remove_topic_configs(port: ZkPort, topic: str, names: Sequence[str]) -> bool:
+    """Remove those of ``names`` that ``topic`` sets; whether any was (a topic that no longer
+    exists, or sets none of them, is left alone)."""
+    path = paths.topic_config_path(topic)
+    return _remove(port, TOPICS, topic, path, f"topic '{topic}'", names)
+
+
+def _remove(
+    port: ZkPort, entity_type: str, entity: str, path: str, label: str, names: Sequence[str]
+) -> bool:
+    before, _ = _read_config(port, path, label)
+    if not any(name in before for name in names):
+        return False
+    after = _alter(port, entity_type, entity, path, label, {}, list(names), missing_ok=True)
+    return after != before
+
+
 def _check_change(
     add: Mapping[str, str] | None, delete: Sequence[str]
 ) -> tuple[dict[str, str], list[str]]:
@@ -219,7 +252,10 @@ def _alter(
     label: str,
     add: dict[str, str],
     delete: list[str],
+    missing_ok: bool = False,
 ) -> dict[str, str]:
+    """Apply the change on a fresh read, guarded by the znode's version; ``missing_ok``:
+    deleting a config that is not set is no error, and no change writes nothing."""
     notification = Create(
         paths.CONFIG_CHANGE_CREATE_PATH,
         codecs.encode_config_change(entity_type, entity),
@@ -228,6 +264,10 @@ def _alter(
     for _ in range(_WRITE_ATTEMPTS):
         current, version = _read_config(port, config_path, label)
         not_set = [name for name in delete if name not in current]
+        if missing_ok:
+            if not add and len(not_set) == len(delete):
+                return current
+            not_set = []
         if not_set:
             raise InvalidConfigError(
                 f"cannot delete config(s) that {label} does not set: {', '.join(not_set)}"

@@ -1,9 +1,12 @@
 """``zk-controller reassign``: kafka-reassign-partitions.sh against the active controller.
 
     generate  propose a plan moving the partitions of some topics onto a broker list
-    execute   start a plan (AlterPartitionReassignments); --wait follows it to the end
-    verify    show where each partition of a plan stands
-    cancel    cancel the reassignments of a plan's partitions that are still in progress
+    execute   start a plan (AlterPartitionReassignments); --wait follows it to the end;
+              --throttle B/s limits the replication it causes
+    verify    show where each partition of a plan stands; once nothing is moving, clears
+              the replication throttles (unless --preserve-throttles)
+    cancel    cancel the reassignments of a plan's partitions that are still in progress,
+              and clear the throttles (unless --preserve-throttles)
     list      every reassignment in progress
 
 Plans use Kafka's JSON (--reassignment-json-file), and generate prints Kafka's "Current
@@ -26,14 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from controller.admin import reassignment as plans
+from controller.admin import throttles
 from controller.admin.assignment import AdminError
 from controller.admin.controller_client import ControllerClient, NoActiveControllerError
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2, common_pb2
-from controller.cli.argtypes import seconds
+from controller.cli.argtypes import int_in, seconds
 from controller.cli.topics_cmd import OneLineErrorParser, add_connection_arguments, run_admin
 from controller.core.model import ReplicaAssignment, TopicPartition
 from controller.security.cli import add_tls_arguments, channel_opener_from_args
+from controller.zk import paths
 from controller.zk.port import ZkPort
 
 DEFAULT_RPC_TIMEOUT_S = 30.0
@@ -84,6 +89,11 @@ def register(subparsers: Any) -> None:
         help="with --wait: give up after S seconds (default: no limit)",
     )  # fmt: skip
     execute.add_argument(
+        "--throttle", type=int_in(0, 2**63 - 1), metavar="B/S",
+        help="replication throttle in bytes/s for the brokers and replicas of the moves "
+        "(Kafka's leader/follower.replication.throttled.*); verify clears it",
+    )  # fmt: skip
+    execute.add_argument(
         "--via-zookeeper", action="store_true",
         help="write /admin/reassign_partitions (Kafka's pre-2.4 path) instead of calling the "
         "controller",
@@ -97,6 +107,11 @@ def register(subparsers: Any) -> None:
 
     cancel = actions.add_parser("cancel", help="cancel the reassignments of a plan")
     _plan_argument(cancel)
+    for action in (verify, cancel):
+        action.add_argument(
+            "--preserve-throttles", action="store_true",
+            help="leave the replication throttles in place",
+        )  # fmt: skip
     cancel.set_defaults(func=cancel_command)
 
     listing = actions.add_parser("list", help="list the reassignments in progress")
@@ -231,15 +246,24 @@ def execute_command(args: argparse.Namespace) -> int:
         plan = plans.parse_reassignment_json(_read(args.reassignment_json_file, "reassignment"))
         current = plans.validate_plan(port, plan)
         if args.via_zookeeper:
+            if args.throttle is not None and port.exists(paths.REASSIGN_PARTITIONS):
+                # Refused before any throttle is written (the create below refuses it too).
+                raise plans.ReassignmentInProgressError(
+                    f"there is an existing assignment running ({paths.REASSIGN_PARTITIONS} "
+                    "exists)"
+                )
             print(_current_block(current))
+            _set_throttle(port, args, plan, current, {})
             plans.write_reassignment_znode(port, plan)
             print(f"Successfully started partition reassignment{_s(plan)} for "
                   f"{_partition_list(list(plan))}")  # fmt: skip
             return _wait(port, args, plan) if args.wait else 0
         with _client(port, args) as client:
-            if not args.additional and list_ongoing(client):
+            ongoing = list_ongoing(client)
+            if not args.additional and ongoing:
                 raise AdminError(plans.EXISTING_REASSIGNMENT_MESSAGE)
             print(_current_block(current))
+            _set_throttle(port, args, plan, current, ongoing)
             errors = alter(client, plan, args.timeout_s)
             if errors:
                 detail = "; ".join(f"{tp}: {errors[tp]}" for tp in sorted(errors, key=plans.tp_key))
@@ -251,7 +275,33 @@ def execute_command(args: argparse.Namespace) -> int:
     return _run(args, action)
 
 
-def _s(items: Mapping[Any, Any] | Sequence[Any]) -> str:
+def _set_throttle(
+    port: ZkPort,
+    args: argparse.Namespace,
+    plan: Mapping[TopicPartition, Sequence[int]],
+    current: Mapping[TopicPartition, ReplicaAssignment],
+    ongoing: Mapping[TopicPartition, ReplicaAssignment],
+) -> None:
+    if args.throttle is None:
+        return
+    print(throttles.RUN_VERIFY_MESSAGE)
+    replicas = {tp: ra.replicas for tp, ra in current.items()}
+    throttles.set_throttles(port, throttles.move_map(ongoing, plan, replicas), args.throttle)
+    print(f"The inter-broker throttle limit was set to {args.throttle} B/s")
+
+
+def _clear_throttles(port: ZkPort, plan: Mapping[TopicPartition, Sequence[int]]) -> dict[str, Any]:
+    """Kafka's clearAllThrottles, with its two lines on stdout."""
+    brokers = set(plans.registered_brokers(port)) | {b for r in plan.values() for b in r}
+    topics = {tp.topic for tp in plan}
+    print(f"Clearing broker-level throttles on broker{_s(brokers)} "
+          f"{','.join(str(b) for b in sorted(brokers))}")  # fmt: skip
+    print(f"Clearing topic-level throttles on topic{_s(topics)} {','.join(sorted(topics))}")
+    changed_brokers, changed_topics = throttles.clear_throttles(port, brokers, topics)
+    return {"brokers": changed_brokers, "topics": changed_topics}
+
+
+def _s(items: Mapping[Any, Any] | Sequence[Any] | set[Any]) -> str:
     return "" if len(items) == 1 else "s"
 
 
@@ -306,14 +356,20 @@ def verify_command(args: argparse.Namespace) -> int:
         plan = plans.parse_reassignment_json(text, for_execute=False)
         with _client(port, args) as client:
             ongoing = list_ongoing(client, list(plan))
+            anywhere = bool(ongoing) or bool(list_ongoing(client))
         progress = plans.partition_progress(port, plan, ongoing)
         pending, problem = plans.read_reassignment_znode(port)
+        # Kafka's rule: throttles go only when no reassignment is in progress anywhere (it
+        # cannot tell which brokers earlier plans throttled).
+        clear = not args.preserve_throttles and not anywhere and not pending
         if args.json:
+            cleared = _quietly(_clear_throttles, port, plan) if clear else None
             print(json.dumps({
                 "partitions": [progress[tp].to_json() for tp in sorted(progress, key=plans.tp_key)],
                 "completed": sum(p.completed for p in progress.values()),
                 "in_progress": sum(not p.done for p in progress.values()),
                 "zookeeper_request_problem": problem,
+                "throttles_cleared": cleared,
             }))  # fmt: skip
         else:
             # stdout is Kafka's (scripts grep its status lines); the rest goes to stderr.
@@ -324,6 +380,8 @@ def verify_command(args: argparse.Namespace) -> int:
             done = sum(p.completed for p in progress.values())
             print(f"{done} of {len(progress)} partition reassignment{_s(progress)} completed.",
                   file=sys.stderr)  # fmt: skip
+            if clear:
+                _clear_throttles(port, plan)
         waiting = sorted(set(pending) & set(plan), key=plans.tp_key)
         if waiting and not args.json:
             print(f"Submitted through ZooKeeper, not started yet: {_partition_list(waiting)}",
@@ -336,21 +394,32 @@ def verify_command(args: argparse.Namespace) -> int:
     return _run(args, action)
 
 
+def _quietly(fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+    """``fn``'s result, its stdout lines dropped (for --json, whose stdout is one document)."""
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return fn(*args)
+
+
 def cancel_command(args: argparse.Namespace) -> int:
     def action(port: ZkPort) -> int:
         text = _read(args.reassignment_json_file, "reassignment")
         plan = plans.parse_reassignment_json(text, for_execute=False)
         with _client(port, args) as client:
             active = sorted(list_ongoing(client, list(plan)), key=plans.tp_key)
-            if not active:
-                print("None of the specified partition reassignments are active.")
-                return 0
-            errors = alter(client, dict.fromkeys(active), args.timeout_s)
+            errors = alter(client, dict.fromkeys(active), args.timeout_s) if active else {}
         if errors:
             detail = "; ".join(f"{tp}: {errors[tp]}" for tp in sorted(errors, key=plans.tp_key))
             raise AdminError(f"error cancelling partition reassignment(s): {detail}")
-        print(f"Successfully cancelled partition reassignment{_s(active)} for: "
-              f"{_partition_list(active)}")  # fmt: skip
+        if active:
+            print(f"Successfully cancelled partition reassignment{_s(active)} for: "
+                  f"{_partition_list(active)}")  # fmt: skip
+        else:
+            print("None of the specified partition reassignments are active.")
+        if not args.preserve_throttles:
+            _clear_throttles(port, plan)
         return 0
 
     return _run(args, action)

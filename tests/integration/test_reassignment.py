@@ -583,9 +583,20 @@ def test_cli_execute_via_zookeeper_and_cancel(cluster: Cluster, tmp_path: Path):
     again = cli("reassign", "execute", "--reassignment-json-file", plan, zk=zk)
     assert again.returncode == 1
     assert "existing partition assignment" in again.stderr
+    # Through ZooKeeper too, and refused before any throttle is written.
+    again = cli("reassign", "execute", "--reassignment-json-file", plan, "--via-zookeeper",
+                "--throttle", "100", zk=zk)  # fmt: skip
+    assert again.returncode == 1
+    assert "existing assignment running" in again.stderr
+    assert not cluster.zk.exists(paths.topic_config_path("t"))
     cancelled = cli("reassign", "cancel", "--reassignment-json-file", plan, zk=zk)
     assert cancelled.returncode == 0, cancelled.stderr
-    assert cancelled.stdout.strip() == "Successfully cancelled partition reassignment for: t-0"
+    assert cancelled.stdout.splitlines() == [
+        "Successfully cancelled partition reassignment for: t-0",
+        # Kafka's cancel clears the throttles (none here) unless --preserve-throttles.
+        "Clearing broker-level throttles on brokers 1,2,3",
+        "Clearing topic-level throttles on topic t",
+    ]
     # The origin replicas come back, in the order Kafka derives them (RS minus AR: the target
     # [3,2] went first in RS [3,2,1]), so 2 is now the preferred replica; leader 1 stays.
     wait_topic(cluster, partitions={"0": [2, 1]}, adding_replicas={}, removing_replicas={})
@@ -594,7 +605,80 @@ def test_cli_execute_via_zookeeper_and_cancel(cluster: Cluster, tmp_path: Path):
     # The ZooKeeper request was superseded by the API cancel (the latest request wins).
     assert not cluster.zk.exists(paths.REASSIGN_PARTITIONS)
     nothing = cli("reassign", "cancel", "--reassignment-json-file", plan, zk=zk)
-    assert nothing.stdout.strip() == "None of the specified partition reassignments are active."
+    assert nothing.stdout.splitlines()[0] == (
+        "None of the specified partition reassignments are active."
+    )
+
+
+def config_of(cluster: Cluster, entity_type: str, entity: str) -> dict[str, str]:
+    path = paths.config_entity_path(entity_type, entity)
+    if not cluster.zk.exists(path):
+        return {}
+    return json.loads(cluster.zk.get(path)[0])["config"]
+
+
+def test_cli_throttle_is_set_by_execute_kept_while_moving_and_cleared_by_verify(
+    cluster: Cluster, tmp_path: Path
+):
+    for b in (1, 2, 3):
+        cluster.start_broker(b)
+    cluster.start_controller(0)
+    cluster.create_topic("t", {0: [1, 2]})
+    cluster.wait_state("t", 0, leader=1)
+    hold(cluster, 3)
+    zk = cluster.connect
+    plan = write_json(
+        tmp_path / "plan.json",
+        {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [3, 2]}]},
+    )
+    done = cli("reassign", "execute", "--reassignment-json-file", plan, "--throttle", "1000",
+               zk=zk)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Warning: You must run --verify periodically" in done.stdout
+    assert "The inter-broker throttle limit was set to 1000 B/s" in done.stdout
+    throttled = {
+        "leader.replication.throttled.replicas": "0:1,0:2",
+        "follower.replication.throttled.replicas": "0:3",
+    }
+    rates = {"leader.replication.throttled.rate": "1000",
+             "follower.replication.throttled.rate": "1000"}  # fmt: skip
+    assert config_of(cluster, "topics", "t") == throttled
+    for b in (1, 2, 3):
+        assert config_of(cluster, "brokers", str(b)) == rates
+    changes = [
+        json.loads(cluster.zk.get(f"{paths.CONFIG_CHANGES}/{n}")[0])["entity_path"]
+        for n in sorted(cluster.zk.get_children(paths.CONFIG_CHANGES))
+    ]
+    assert changes[-4:] == ["topics/t", "brokers/1", "brokers/2", "brokers/3"]
+    wait_topic(cluster, adding_replicas={"0": [3]})
+
+    # Still moving: verify leaves the throttles; so does a cancel told to preserve them.
+    verify = cli("reassign", "verify", "--reassignment-json-file", plan, zk=zk)
+    assert verify.stdout.splitlines() == [
+        "Status of partition reassignment:",
+        "Reassignment of partition t-0 is still in progress.",
+    ]
+    kept = cli("reassign", "cancel", "--reassignment-json-file", plan, "--preserve-throttles",
+               zk=zk)  # fmt: skip
+    assert kept.stdout.splitlines() == ["Successfully cancelled partition reassignment for: t-0"]
+    wait_topic(cluster, adding_replicas={}, removing_replicas={})
+    assert config_of(cluster, "topics", "t") == throttled
+
+    # Nothing moving: verify clears them, and prints what it cleared as Kafka's tool does.
+    verify = cli("reassign", "verify", "--reassignment-json-file", plan, "--json", zk=zk)
+    assert json.loads(verify.stdout)["throttles_cleared"] == {"brokers": [1, 2, 3],
+                                                             "topics": ["t"]}  # fmt: skip
+    assert config_of(cluster, "topics", "t") == {}
+    for b in (1, 2, 3):
+        assert config_of(cluster, "brokers", str(b)) == {}
+    again = cli("reassign", "verify", "--reassignment-json-file", plan, zk=zk)
+    assert again.stdout.splitlines()[-2:] == [
+        "Clearing broker-level throttles on brokers 1,2,3",
+        "Clearing topic-level throttles on topic t",
+    ]
+    bad = cli("reassign", "execute", "--reassignment-json-file", plan, "--throttle", "-5", zk=zk)
+    assert bad.returncode == 1 and "argument --throttle: expected 0.." in bad.stderr
+    assert config_of(cluster, "topics", "t") == {}
 
 
 @pytest.mark.parametrize(
