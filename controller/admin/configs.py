@@ -146,6 +146,27 @@ def describe_broker_default_config(port: ZkPort) -> EntityConfig:
     return _decode(read, DEFAULT)
 
 
+def describe_broker_configs(port: ZkPort, brokers: Sequence[str] = ()) -> list[EntityConfig]:
+    """Per-broker dynamic configs (``/config/brokers/<id>``; reassignment throttles live
+    there): of ``brokers`` (integer ids, as Kafka requires), or of every broker entity with a
+    config znode, the default entity included."""
+    if brokers:
+        names = list(dict.fromkeys(brokers))
+        for name in names:
+            if not (name.isascii() and name.isdigit() and int(name) < 2**31):
+                raise InvalidRequestError(
+                    f"the entity name for brokers must be a valid integer broker id, got {name!r}"
+                )
+    else:
+        try:
+            names = sorted(port.get_children(paths.CONFIG_BROKERS),
+                           key=lambda n: (n != DEFAULT, int(n) if n.isdigit() else 0, n))
+        except NoNodeError:
+            names = []
+    reads = port.get_many([paths.config_entity_path(BROKERS, n) for n in names])
+    return [_decode(read, name) for name, read in zip(names, reads, strict=True)]
+
+
 def alter_topic_config(
     port: ZkPort,
     topic: str,

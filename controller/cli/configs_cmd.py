@@ -3,6 +3,7 @@
   configs describe [--topic T ...] [--json]        the overrides of T, or of every topic
   configs alter --topic T [--add-config K=V,K2=[A,B]] [--delete-config K3,K4]
   configs describe --entity-type brokers --entity-default
+  configs describe --entity-type brokers [--entity-name ID ...]   per-broker (throttles)
   configs alter --entity-type brokers --entity-default
                 --add-config unclean.leader.election.enable=true
 
@@ -83,7 +84,8 @@ def _add_entity_arguments(parser: argparse.ArgumentParser, topic_help: str) -> N
     )
     parser.add_argument(
         "--entity-name", dest="names", action="append", default=[], metavar="NAME",
-        help="a topic (Kafka's spelling)",
+        help="a topic (Kafka's spelling), or with --entity-type brokers a broker id "
+        "(describe only)",
     )  # fmt: skip
     parser.add_argument(
         "--entity-default",
@@ -92,9 +94,9 @@ def _add_entity_arguments(parser: argparse.ArgumentParser, topic_help: str) -> N
     )
 
 
-def _entity(args: argparse.Namespace) -> list[str]:
-    """The topics named, or [] for the brokers' default; UsageError for a combination that
-    names nothing this tool handles."""
+def _entity(args: argparse.Namespace, describe: bool = False) -> list[str]:
+    """The topics (or, to describe, broker ids) named, or [] for the brokers' default;
+    UsageError for a combination that names nothing this tool handles."""
     if args.entity_type == admin.TOPICS:
         if args.entity_default:
             raise UsageError("topics have no default entity: --entity-default goes with "
@@ -102,6 +104,10 @@ def _entity(args: argparse.Namespace) -> list[str]:
         return [*args.topics, *args.names]
     if args.topics:
         raise UsageError("--topic goes with --entity-type topics")
+    if describe:
+        if args.names and args.entity_default:
+            raise UsageError("give --entity-name or --entity-default, not both")
+        return list(args.names)
     if args.names:
         raise UsageError(
             "per-broker configs (/config/brokers/N) configure that broker, not the controller: "
@@ -114,13 +120,17 @@ def _entity(args: argparse.Namespace) -> list[str]:
 
 def describe_command(args: argparse.Namespace) -> int:
     try:
-        topics = _entity(args)
+        topics = _entity(args, describe=True)
     except UsageError as exc:
         return fail(str(exc))
 
     def action(port: ZkPort) -> int:
         if args.entity_type == admin.BROKERS:
-            described = [admin.describe_broker_default_config(port)]
+            described = (
+                [admin.describe_broker_default_config(port)]
+                if args.entity_default
+                else admin.describe_broker_configs(port, topics)
+            )
             kind = "broker"
         else:
             described = admin.describe_topic_configs(port, topics)

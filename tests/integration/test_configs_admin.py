@@ -141,6 +141,28 @@ def test_the_brokers_cluster_default(zk_connect: str, port: KazooPort) -> None:
     }
 
 
+def test_describe_per_broker_configs(zk_connect: str, port: KazooPort) -> None:
+    """Per-broker entities (where reassignment throttles are) are described, not altered."""
+    zk = ["--zookeeper", zk_connect]
+    port.ensure_path(paths.CONFIG_BROKERS)
+    port.create("/config/brokers/10", b'{"version":1,"config":{"a.rate":"5"}}')
+    port.create("/config/brokers/2", b'{"version":1,"config":{"b.rate":"6","a.rate":"7"}}')
+    port.create("/config/brokers/<default>", b'{"version":1,"config":{}}')
+    r = cli("configs", "describe", "--entity-type", "brokers", "--entity-name", "2", *zk)
+    assert (r.returncode, r.stdout) == (0, "Configs for broker '2' are a.rate=7,b.rate=6\n")
+    r = cli("configs", "describe", "--entity-type", "brokers", "--json", *zk)
+    rows = json.loads(r.stdout)["brokers"]
+    assert [(row["broker"], row["config"]) for row in rows] == [
+        ("<default>", {}), ("2", {"a.rate": "7", "b.rate": "6"}), ("10", {"a.rate": "5"}),
+    ]
+    r = cli("configs", "describe", "--entity-type", "brokers", "--entity-name", "3", *zk)
+    assert (r.returncode, r.stdout) == (0, "Configs for broker '3' are \n")
+    one_error_line(
+        cli("configs", "describe", "--entity-type", "brokers", "--entity-name", "x", *zk),
+        "must be a valid integer broker id",
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
