@@ -146,6 +146,12 @@ def describe_broker_default_config(port: ZkPort) -> EntityConfig:
     return _decode(read, DEFAULT)
 
 
+def _broker_order(name: str) -> tuple[bool, int, str]:
+    """``<default>`` first, then broker ids by number (anything else last, by name)."""
+    numeric = name.isascii() and name.isdigit()
+    return (name != DEFAULT, int(name) if numeric else 2**31, name)
+
+
 def describe_broker_configs(port: ZkPort, brokers: Sequence[str] = ()) -> list[EntityConfig]:
     """Per-broker dynamic configs (``/config/brokers/<id>``; reassignment throttles live
     there): of ``brokers`` (integer ids, as Kafka requires), or of every broker entity with a
@@ -159,8 +165,7 @@ def describe_broker_configs(port: ZkPort, brokers: Sequence[str] = ()) -> list[E
                 )
     else:
         try:
-            names = sorted(port.get_children(paths.CONFIG_BROKERS),
-                           key=lambda n: (n != DEFAULT, int(n) if n.isdigit() else 0, n))
+            names = sorted(port.get_children(paths.CONFIG_BROKERS), key=_broker_order)
         except NoNodeError:
             names = []
     reads = port.get_many([paths.config_entity_path(BROKERS, n) for n in names])

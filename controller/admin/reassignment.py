@@ -258,6 +258,28 @@ def current_assignments(
     return out
 
 
+def moving_partitions(port: ZkPort) -> dict[TopicPartition, ReplicaAssignment]:
+    """Every partition with adding or removing replicas in its topic znode (the reassignments
+    in progress, as ZooKeeper records them); topic znodes that cannot be read are skipped."""
+    try:
+        topics = sorted(port.get_children(paths.BROKERS_TOPICS))
+    except NoNodeError:
+        return {}
+    out: dict[TopicPartition, ReplicaAssignment] = {}
+    for topic, read in zip(topics, port.get_many([paths.topic_path(t) for t in topics]),
+                           strict=True):  # fmt: skip
+        if read.error is not None:
+            continue
+        try:
+            assignment = codecs.decode_topic_assignment(topic, read.data, read.path)
+        except MalformedZnodeError:
+            continue
+        for partition, ra in assignment.partitions.items():
+            if ra.adding_replicas or ra.removing_replicas:
+                out[TopicPartition(topic, partition)] = ra
+    return out
+
+
 def registered_brokers(port: ZkPort) -> dict[int, Broker]:
     try:
         children = port.get_children(paths.BROKERS_IDS)

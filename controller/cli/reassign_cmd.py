@@ -253,7 +253,8 @@ def execute_command(args: argparse.Namespace) -> int:
                     "exists)"
                 )
             print(_current_block(current))
-            _set_throttle(port, args, plan, current, {})
+            # The moves under way, as the topic znodes record them (no controller call here).
+            _set_throttle(port, args, plan, current, _moving(port, args))
             plans.write_reassignment_znode(port, plan)
             print(f"Successfully started partition reassignment{_s(plan)} for "
                   f"{_partition_list(list(plan))}")  # fmt: skip
@@ -288,6 +289,10 @@ def _set_throttle(
     replicas = {tp: ra.replicas for tp, ra in current.items()}
     throttles.set_throttles(port, throttles.move_map(ongoing, plan, replicas), args.throttle)
     print(f"The inter-broker throttle limit was set to {args.throttle} B/s")
+
+
+def _moving(port: ZkPort, args: argparse.Namespace) -> dict[TopicPartition, ReplicaAssignment]:
+    return plans.moving_partitions(port) if args.throttle is not None else {}
 
 
 def _clear_throttles(port: ZkPort, plan: Mapping[TopicPartition, Sequence[int]]) -> dict[str, Any]:

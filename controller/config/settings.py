@@ -131,7 +131,8 @@ def _coerce_kind(s: Setting, raw: object, textual: bool) -> Any:
     if kind is Kind.LISTENER:
         if not _LISTENER_RE.fullmatch(text):
             raise ValueError(f"bad listener name {raw!r}")
-        return text
+        # Kafka's ListenerName.normalised: registrations carry upper-case names.
+        return text.upper()
     if not text:
         raise ValueError("empty value")
     return text

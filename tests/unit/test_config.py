@@ -390,3 +390,21 @@ def test_state_change_log_max_bytes_is_not_an_int32() -> None:
     base = {"controller.id": 0, "zookeeper.connect": "zk:2181"}
     assert load_config(overrides={**base, "state.change.log.max.bytes": 2**33}
                        ).state_change_log_max_bytes == 2**33  # fmt: skip
+
+
+def test_listener_names_are_upper_cased_as_kafka_normalises_them() -> None:
+    """Registrations carry upper-case listener names (Kafka's ListenerName.normalised); a
+    lower-case setting used to match no endpoint (no live_leaders, no controller channel)."""
+    cfg = load_config(
+        flags={
+            "controller.id": "1",
+            "zookeeper.connect": "localhost:2181",
+            "inter.broker.listener.name": "internal",
+            "control.plane.listener.name": "control_plane",
+            "controller.listener.name": "Controller",
+        },
+        env={},
+    )
+    assert cfg.inter_broker_listener_name == "INTERNAL"
+    assert cfg.broker_listener_name == "CONTROL_PLANE"
+    assert cfg.controller_listener_name == "CONTROLLER"

@@ -109,3 +109,40 @@ def test_set_then_clear_keeps_the_other_configs_and_notifies_each_change() -> No
     # Clearing again changes nothing and writes nothing.
     assert throttles.clear_throttles(zk, [1, 2, 3, 4], ["t"]) == ([], [])
     assert len(changed_entities(zk)) == 8
+
+
+def test_a_via_zookeeper_throttle_keeps_the_moves_under_way(monkeypatch, tmp_path) -> None:
+    """execute --via-zookeeper --throttle: foo-0 is already moving [1,2] -> [3,4] (throttled);
+    throttling foo-1's move must keep foo-0's replicas in the topic's lists, with foo-0's
+    sources taken from its move, as the API path and Kafka's calculateProposedMoveMap do."""
+    import argparse
+
+    from controller.cli import reassign_cmd
+
+    zk = cluster_with_topic()
+    for b in (1, 2, 3, 4):
+        zk.ensure_path(paths.BROKERS_IDS)
+        zk.create(paths.broker_path(b), json.dumps({
+            "version": 5, "host": "h", "port": 9000 + b, "endpoints": [f"PLAINTEXT://h:{9000 + b}"],
+            "jmx_port": -1, "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+            "timestamp": "1",
+        }).encode())  # fmt: skip
+    zk.create(paths.topic_path("foo"), json.dumps({
+        "version": 3, "topic_id": None, "partitions": {"0": [3, 4, 1, 2], "1": [1, 2]},
+        "adding_replicas": {"0": [3, 4]}, "removing_replicas": {"0": [1, 2]},
+    }).encode())  # fmt: skip
+    monkeypatch.setattr(reassign_cmd, "run_admin", lambda args, action: action(zk))
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"version":1,"partitions":[{"topic":"foo","partition":1,"replicas":[2,3]}]}')
+    args = argparse.Namespace(
+        reassignment_json_file=str(plan), via_zookeeper=True, throttle=100, additional=False,
+        wait=False, wait_timeout_s=0.0, timeout_s=1.0,
+    )
+    assert reassign_cmd.execute_command(args) == 0
+    assert config_of(zk, paths.topic_config_path("foo")) == {
+        throttles.LEADER_REPLICAS: "0:1,0:2,1:1,1:2",
+        throttles.FOLLOWER_REPLICAS: "0:3,0:4,1:3",
+    }
+    for b in (1, 2, 3, 4):
+        assert config_of(zk, broker_path(b))[throttles.LEADER_RATE] == "100"
+    assert zk.exists(paths.REASSIGN_PARTITIONS) is not None
