@@ -8,7 +8,9 @@ script both end up here. Nothing here imports pyspark at module level.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import glob
+import os
 import re
 import sys
 import zipfile
@@ -83,6 +85,35 @@ def missing_local_inputs(paths: Iterable[str]) -> list[str]:
     return missing
 
 
+def _local(path: str) -> str | None:
+    """A plain path or ``file:`` URI as an absolute local path; None for other schemes."""
+    if path.startswith("file:"):
+        path = "/" + path.removeprefix("file:").lstrip("/")
+    elif "://" in path:
+        return None
+    return os.path.abspath(path)
+
+
+def output_inside_input(inputs: Iterable[str], output: str) -> str | None:
+    """The input whose files ``output`` is among or under (a directory is read with all it
+    holds, so a second run would read the first one's outputs as logs); None if none. A glob
+    matches component by component; other filesystems compare as URIs."""
+    out_local = _local(output)
+    for given in inputs:
+        local = _local(given)
+        if (local is None) != (out_local is None):
+            continue
+        base, out = (local, out_local) if local is not None else (given, output)
+        assert base is not None and out is not None
+        pattern = [p for p in base.split("/") if p]
+        target = [p for p in out.split("/") if p]
+        if len(target) >= len(pattern) and all(
+            "{" in p or fnmatch.fnmatchcase(t, p) for p, t in zip(pattern, target, strict=False)
+        ):
+            return given
+    return None
+
+
 def run_from_args(args: argparse.Namespace) -> int:
     from controller.analytics.job import JobConfig, run
 
@@ -93,6 +124,11 @@ def run_from_args(args: argparse.Namespace) -> int:
     missing = missing_local_inputs(args.input)
     if missing:
         print(f"error: no such input: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    inside = output_inside_input(args.input, args.output)
+    if inside is not None:
+        print(f"error: --output {args.output} is inside the input {inside}: the next run would "
+              "read this run's outputs as logs; write it elsewhere", file=sys.stderr)
         return 2
     cfg = JobConfig(
         inputs=list(args.input),

@@ -17,9 +17,13 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 DEFAULT_CLUSTER = "default"
-# Kafka's rule for topic names (Topic.validate): a JSON object or array in the topic field is
-# read as its text by Spark's string columns, and this is where it is caught.
-LEGAL_TOPIC = r"^[a-zA-Z0-9._-]{1,249}$"
+# What can be a topic's znode name (the controller's own rule, zk.paths.is_znode_name, plus
+# ZooKeeper's refusal of control characters), not Kafka's stricter naming rule: the controller
+# manages, and logs, topics other tools created under names Kafka refuses today (255
+# characters before 0.10, spaces). ``\z``: Java's ``$`` also matches before a final newline.
+ZNODE_NAME = r"^[^/\x00-\x1f\x7f-\x9f]+\z"
+# Spark reads a JSON object or array in a string field as its text: not a name at all.
+JSON_TEXT = r"^(\{.*\}|\[.*\])\z"
 
 
 def read_logs(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
@@ -96,7 +100,11 @@ def _bad_reason() -> Column:
         )
         .when(
             (c("kind") != S.KIND_CONTROLLER)
-            & (~c("topic").rlike(LEGAL_TOPIC) | c("topic").isin(".", "..")),
+            & (
+                ~c("topic").rlike(ZNODE_NAME)
+                | c("topic").isin(".", "..")
+                | c("topic").rlike("(?s)" + JSON_TEXT)
+            ),
             F.lit("invalid topic name"),
         )
         .when((c("kind") == S.KIND_REPLICA) & c("replica").isNull(), F.lit("missing replica"))

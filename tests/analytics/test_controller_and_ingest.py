@@ -86,6 +86,7 @@ def test_malformed_lines_become_bad_records(spark, tmp_path: Path) -> None:
         # is caught by Kafka's topic-name rule, other fields by their vocabulary.
         good[0].replace('"topic": "t"', '"topic": {"name": "t"}'),
         good[0].replace('"topic": "t"', '"topic": "a/b"'),
+        good[0].replace('"topic": "t"', '"topic": "t\\n"'),  # Java's $ matches before it
         good[0].replace('"from_state": "NonExistentPartition"', '"from_state": ["x"]'),
         good[1].replace('"election": null', '"election": "sideways"'),
         log.replica(0, "t", 0, 1, "NewReplica", "UpsideDownReplica", 1, [1]),
@@ -99,7 +100,7 @@ def test_malformed_lines_become_bad_records(spark, tmp_path: Path) -> None:
     assert sorted(r.reason for r in rows) == sorted([
         "unparseable", "unparseable", "unparseable", "missing ts", "unknown kind",
         "missing topic or partition", "unknown partition state", "invalid topic name",
-        "invalid topic name", "unknown partition state", "unknown election",
+        "invalid topic name", "invalid topic name", "unknown partition state", "unknown election",
         "unknown replica state", "unknown controller state",
     ])
     assert {r.raw for r in rows if r.reason == "unparseable"} >= {bad[0], bad[1]}
@@ -130,6 +131,20 @@ def test_cluster_from_record_or_file_name(spark, tmp_path: Path) -> None:
     got = {r.cluster for r in clean(read_logs(spark, paths)).select("cluster").collect()}
     # names as written, not as the escapes of the file URIs Spark reports
     assert got == {"prod-eu-1", "blue", "default", "green", "eu west", "us+east 2"}
+
+
+def test_topics_named_as_kafka_no_longer_allows_are_analysed(spark, tmp_path: Path) -> None:
+    """The controller manages (and logs) topics other tools or old Kafka versions created: a
+    space, non-ASCII letters, 255 characters (Kafka before 0.10). Their records count."""
+    log = Log()
+    names = ["legacy topic", "zählung", "x" * 255, "[not json"]
+    for n, name in enumerate(names):
+        log.create(n, name, 0, [1])
+        log.offline(10 + n, name, 0, [1])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    assert a.timeline.where("bad_reason IS NOT NULL").count() == 0
+    windows = a["unavailability_windows"].select("topic").collect()
+    assert sorted(r.topic for r in windows) == sorted(names)
 
 
 def test_a_directory_is_read_with_its_subdirectories(spark, tmp_path: Path) -> None:

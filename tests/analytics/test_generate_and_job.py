@@ -190,6 +190,29 @@ def test_cli_run_names_a_missing_input(tmp_path: Path, capsys: pytest.CaptureFix
     assert not (tmp_path / "out").exists()
 
 
+def test_an_output_inside_an_input_is_refused_before_spark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Directories are read with everything under them: an output there would be read back as
+    logs by the next run (bad records growing run by run, a "cluster" per output file)."""
+    from controller.analytics.cli import main, output_inside_input
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.jsonl").write_text("{}\n")
+    assert main(["run", "--input", str(logs), "--output", str(logs / "analysis")]) == 2
+    assert f"--output {logs / 'analysis'} is inside the input {logs}" in capsys.readouterr().err
+    assert not (logs / "analysis").exists()
+    inside = [([str(logs)], str(logs)), ([f"{logs}/"], f"{logs}/out/x"),
+              ([f"{logs}/*"], f"{logs}/out"), ([f"file://{logs}"], f"{logs}/out"),
+              (["hdfs://nn/logs"], "hdfs://nn/logs/out"), ([f"{logs}/a.jsonl"], f"{logs}/a.jsonl")]
+    outside = [([f"{logs}/*.jsonl"], f"{logs}/out"), ([f"{logs}/a.jsonl"], f"{logs}/out"),
+               ([str(logs)], f"{logs}2"), (["hdfs://nn/logs"], f"{logs}/out"),
+               ([f"{logs}/*/x.jsonl"], str(logs))]  # fmt: skip
+    assert [output_inside_input(i, o) for i, o in inside] == [i[0] for i, _ in inside]
+    assert [output_inside_input(i, o) for i, o in outside] == [None] * len(outside)
+
+
 def test_generate_to_a_pipe_whose_reader_goes_away(tmp_path: Path) -> None:
     """``analyze generate --out /dev/stdout | head``: no traceback, the shell's 141, and no
     per-cluster parts left behind (they go to the temp directory, not next to /dev/stdout)."""
