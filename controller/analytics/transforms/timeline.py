@@ -11,8 +11,8 @@ sort happen once and the timeline is never stored.
 Duplicates (the same controller_id, controller_epoch and seq) are dropped in the same pass: a
 re-sent line repeats its ts too, so it sorts next to its original and ``dup`` marks every
 usable copy but the first. Usable copies sort before bad or failed ones (a bad copy read first
-must not make the good one the dropped one), and copies that differ in content sort by a hash
-of it, so which one counts does not depend on line order. A dropped copy carries nothing
+must not make the good one the dropped one), and copies that differ in content sort by that
+content, so which one counts does not depend on line order. A dropped copy carries nothing
 forward: the next record's "before" values are those of the copy that counts.
 
 For speed at scale the window is keyed by a 64-bit hash of (cluster, topic, partition): the
@@ -35,10 +35,12 @@ EXISTING = (ONLINE, OFFLINE)  # phases that count towards availability
 PARTITION_KEY = ("cluster", "topic", "partition")
 ORDER = ("ts", "controller_epoch", "seq", "controller_id")
 
-# What makes two copies of one record id differ (the tie-break among such copies).
+# The tie-break among usable copies of one record id that differ: every column the pass
+# reads of a record (anything else cannot change a result). Compared only on ties, so the
+# sort pays for them only there, and no hash of the content is computed for every row.
 CONTENT = (
-    "kind", "from_state", "to_state", "event", "election", "result", "leader", "leader_epoch",
-    "replica", "isr",
+    "kind", "to_state", "_phase_from", "event", "election", "leader", "leader_epoch", "replica",
+    "isr",
 )
 
 # What the timeline keeps of each record (besides the derived columns).
@@ -134,7 +136,6 @@ def timeline(records: DataFrame) -> DataFrame:
     # phase computed once, here.
     narrow = records.select(
         F.xxhash64(*PARTITION_KEY).alias("_pkey"),
-        F.xxhash64(*CONTENT).alias("_content"),
         *KEPT,
         F.when(usable & (F.size("isr") > 0), c("isr")).alias("isr"),
         F.when(bad, F.struct("bad_reason", "raw", "source_file")).alias("_bad"),
@@ -143,7 +144,7 @@ def timeline(records: DataFrame) -> DataFrame:
         F.when(is_part, _phase_from()).alias("_phase_from"),
         F.when(usable & is_part, pref_hint).alias("_pref_hint"),
     )
-    w = Window.partitionBy("_pkey").orderBy(*ORDER, c("usable").desc(), "_content")
+    w = Window.partitionBy("_pkey").orderBy(*ORDER, c("usable").desc(), *CONTENT)
     before = w.rowsBetween(Window.unboundedPreceding, -1)
     rid = F.xxhash64(*ORDER)
     # Usable copies sort first within a record id, so "the row before is a usable copy of the
