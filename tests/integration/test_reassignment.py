@@ -564,18 +564,24 @@ def test_cli_generate_execute_wait_verify_list(cluster: Cluster, tmp_path: Path)
     assert "2 of 2 partition reassignments completed." in verify.stderr
 
 
-def test_cli_execute_via_zookeeper_and_cancel(cluster: Cluster, tmp_path: Path):
+def t0_on_1_2_with_a_plan_to_3_2(cluster: Cluster, tmp_path: Path) -> tuple[str, str]:
+    """Brokers 1-3, t-0 on [1,2] led by 1, broker 3 held back (a move to it stays in
+    progress); returns the ZooKeeper connect string and a plan moving t-0 to [3,2]."""
     for b in (1, 2, 3):
         cluster.start_broker(b)
     cluster.start_controller(0)
     cluster.create_topic("t", {0: [1, 2]})
     cluster.wait_state("t", 0, leader=1)
     hold(cluster, 3)
-    zk = cluster.connect
     plan = write_json(
         tmp_path / "plan.json",
         {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [3, 2]}]},
     )
+    return cluster.connect, plan
+
+
+def test_cli_execute_via_zookeeper_and_cancel(cluster: Cluster, tmp_path: Path):
+    zk, plan = t0_on_1_2_with_a_plan_to_3_2(cluster, tmp_path)
     done = cli("reassign", "execute", "--reassignment-json-file", plan, "--via-zookeeper", zk=zk)
     assert done.returncode == 0, done.stderr
     wait_topic(cluster, partitions={"0": [3, 2, 1]}, adding_replicas={"0": [3]})
@@ -620,17 +626,7 @@ def config_of(cluster: Cluster, entity_type: str, entity: str) -> dict[str, str]
 def test_cli_throttle_is_set_by_execute_kept_while_moving_and_cleared_by_verify(
     cluster: Cluster, tmp_path: Path
 ):
-    for b in (1, 2, 3):
-        cluster.start_broker(b)
-    cluster.start_controller(0)
-    cluster.create_topic("t", {0: [1, 2]})
-    cluster.wait_state("t", 0, leader=1)
-    hold(cluster, 3)
-    zk = cluster.connect
-    plan = write_json(
-        tmp_path / "plan.json",
-        {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [3, 2]}]},
-    )
+    zk, plan = t0_on_1_2_with_a_plan_to_3_2(cluster, tmp_path)
     done = cli("reassign", "execute", "--reassignment-json-file", plan, "--throttle", "1000",
                zk=zk)  # fmt: skip
     assert done.returncode == 0, done.stderr
