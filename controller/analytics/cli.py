@@ -85,6 +85,19 @@ def missing_local_inputs(paths: Iterable[str]) -> list[str]:
     return missing
 
 
+def hidden_local_files(paths: Iterable[str]) -> list[str]:
+    """Local input files named explicitly whose names Spark's file listing skips (a leading
+    ``_`` or ``.``, as for ``_SUCCESS`` and checksum files): they would read as empty."""
+    hidden = []
+    for path in paths:
+        local = _local(path)
+        if local is None or glob.has_magic(local) or "{" in local:
+            continue
+        if Path(local).name.startswith(("_", ".")) and Path(local).is_file():
+            hidden.append(path)
+    return hidden
+
+
 def _local(path: str) -> str | None:
     """A plain path or ``file:`` URI as an absolute local path; None for other schemes."""
     if path.startswith("file:"):
@@ -124,6 +137,11 @@ def run_from_args(args: argparse.Namespace) -> int:
     missing = missing_local_inputs(args.input)
     if missing:
         print(f"error: no such input: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    hidden = hidden_local_files(args.input)
+    if hidden:
+        print(f"error: Spark skips files whose names start with '_' or '.', so these would read "
+              f"as empty: {', '.join(hidden)}; rename or copy them", file=sys.stderr)
         return 2
     inside = output_inside_input(args.input, args.output)
     if inside is not None:

@@ -348,10 +348,17 @@ def _wait(
                       f"{len(plan) - len(reported)} still in progress.")  # fmt: skip
                 return 1
             time.sleep(DEFAULT_POLL_INTERVAL_S)
+        print(plans.format_progress(progress))
+        if args.throttle is not None:
+            # What verify would do now: the throttle goes once nothing moves anywhere.
+            if list_ongoing(client) or plans.read_reassignment_znode(port)[0]:
+                print("Other reassignments are in progress: the throttle stays until verify "
+                      "finds none.")  # fmt: skip
+            else:
+                _clear_throttles(port, plan)
     finally:
         if owned:
             client.close()
-    print(plans.format_progress(progress))
     return 0 if all(p.completed for p in progress.values()) else 1
 
 

@@ -213,6 +213,23 @@ def test_an_output_inside_an_input_is_refused_before_spark(
     assert [output_inside_input(i, o) for i, o in outside] == [None] * len(outside)
 
 
+def test_a_file_spark_would_skip_is_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from controller.analytics.cli import hidden_local_files, main
+
+    (tmp_path / "_part.jsonl").write_text("{}\n")
+    (tmp_path / ".log").write_text("{}\n")
+    (tmp_path / "ok.jsonl").write_text("{}\n")
+    (tmp_path / "_dir").mkdir()
+    given = [str(tmp_path / "_part.jsonl"), f"file://{tmp_path}/.log", str(tmp_path / "ok.jsonl"),
+             str(tmp_path / "_dir"), f"{tmp_path}/_*.jsonl", "hdfs://nn/_x.jsonl"]  # fmt: skip
+    assert hidden_local_files(given) == given[:2]
+    assert main(["run", "--input", given[0], "--output", str(tmp_path / "out")]) == 2
+    assert "Spark skips files whose names start with '_' or '.'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_generate_to_a_pipe_whose_reader_goes_away(tmp_path: Path) -> None:
     """``analyze generate --out /dev/stdout | head``: no traceback, the shell's 141, and no
     per-cluster parts left behind (they go to the temp directory, not next to /dev/stdout)."""

@@ -520,12 +520,17 @@ def test_cli_generate_execute_wait_verify_list(cluster: Cluster, tmp_path: Path)
 
     hold(cluster, 3)
     execute = subprocess.Popen(
-        [CLI, "reassign", "execute", "--reassignment-json-file", plan, "--wait"],
+        [CLI, "reassign", "execute", "--reassignment-json-file", plan, "--wait",
+         "--throttle", "5000"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "ZK_CONNECT": zk},
     )  # fmt: skip
     try:
         wait_topic(cluster, adding_replicas={"0": [3], "1": [3]})
+        assert config_of(cluster, "topics", "t") == {
+            "leader.replication.throttled.replicas": "0:1,1:2",
+            "follower.replication.throttled.replicas": "0:3,1:3",
+        }
         listed = cli("reassign", "list", zk=zk)
         assert listed.stdout.splitlines() == [
             "Current partition reassignments:",
@@ -558,6 +563,13 @@ def test_cli_generate_execute_wait_verify_list(cluster: Cluster, tmp_path: Path)
     assert "Save this to use as the --reassignment-json-file option during rollback" in out
     assert "Reassignment of partition t-0 is completed." in out
     assert "Reassignment of partition t-1 is completed." in out
+    # --wait ends as verify would: nothing else moves, so the throttle goes.
+    assert out.splitlines()[-2:] == [
+        "Clearing broker-level throttles on brokers 1,2,3",
+        "Clearing topic-level throttles on topic t",
+    ]
+    assert config_of(cluster, "topics", "t") == {}
+    assert config_of(cluster, "brokers", "3") == {}
     assert topic_znode(cluster)["partitions"] == {"0": [3], "1": [3]}
     assert cli("reassign", "list", zk=zk).stdout.strip() == "No partition reassignments found."
     verify = cli("reassign", "verify", "--reassignment-json-file", plan, zk=zk)
