@@ -71,13 +71,8 @@ def missing_local_inputs(paths: Iterable[str]) -> list[str]:
     globs, are left to Spark."""
     missing = []
     for path in paths:
-        if path.startswith("file:"):
-            local = "/" + path.removeprefix("file:").lstrip("/")
-        elif "://" in path:
-            continue
-        else:
-            local = path
-        if "{" in local:
+        local = _local(path)
+        if local is None or "{" in local:
             continue
         found = glob.glob(local) if glob.has_magic(local) else Path(local).exists()
         if not found:

@@ -34,8 +34,6 @@ from controller.core.events import (
     UpdateMetadataResponseReceived,
 )
 from controller.core.model import (
-    Broker,
-    EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     ReplicaAssignment,
@@ -75,19 +73,6 @@ class _TopicNamesOf(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._map())
-
-
-def inter_broker_endpoint(broker: Broker, listener: str) -> EndPoint | None:
-    """The endpoint advertised to other brokers in LiveLeaders: the one on the inter-broker
-    listener (``inter.broker.listener.name``), or None if the broker did not register it.
-
-    Kafka's ``Broker.node`` throws there, failing the whole batch; leaving the leader out
-    lets its followers fall back to their metadata cache and every other broker be served.
-    """
-    for ep in broker.endpoints:
-        if ep.listener == listener:
-            return ep
-    return None
 
 
 class ControllerBrokerRequestBatch:
@@ -275,8 +260,10 @@ class ControllerBrokerRequestBatch:
                 broker = ctx.live_or_shutting_down_broker(leader)
                 if broker is None:
                     continue
-                endpoint = inter_broker_endpoint(broker, self.inter_broker_listener)
+                endpoint = broker.endpoint(self.inter_broker_listener)
                 if endpoint is None:
+                    # Kafka's Broker.node throws here, failing the whole batch; leaving the
+                    # leader out lets its followers use their metadata cache instead.
                     log.warning(
                         "leader has no endpoint on the inter-broker listener; left out of "
                         "LeaderAndIsr live_leaders",

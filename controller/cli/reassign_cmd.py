@@ -253,8 +253,9 @@ def execute_command(args: argparse.Namespace) -> int:
                     "exists)"
                 )
             print(_current_block(current))
-            # The moves under way, as the topic znodes record them (no controller call here).
-            _set_throttle(port, args, plan, current, _moving(port, args))
+            if args.throttle is not None:
+                # The moves under way, as the topic znodes record them (no controller call).
+                _set_throttle(port, args, plan, current, plans.moving_partitions(port))
             plans.write_reassignment_znode(port, plan)
             print(f"Successfully started partition reassignment{_s(plan)} for "
                   f"{_partition_list(list(plan))}")  # fmt: skip
@@ -289,10 +290,6 @@ def _set_throttle(
     replicas = {tp: ra.replicas for tp, ra in current.items()}
     throttles.set_throttles(port, throttles.move_map(ongoing, plan, replicas), args.throttle)
     print(f"The inter-broker throttle limit was set to {args.throttle} B/s")
-
-
-def _moving(port: ZkPort, args: argparse.Namespace) -> dict[TopicPartition, ReplicaAssignment]:
-    return plans.moving_partitions(port) if args.throttle is not None else {}
 
 
 def _clear_throttles(port: ZkPort, plan: Mapping[TopicPartition, Sequence[int]]) -> dict[str, Any]:
@@ -367,13 +364,13 @@ def verify_command(args: argparse.Namespace) -> int:
         text = _read(args.reassignment_json_file, "reassignment")
         plan = plans.parse_reassignment_json(text, for_execute=False)
         with _client(port, args) as client:
-            ongoing = list_ongoing(client, list(plan))
-            anywhere = bool(ongoing) or bool(list_ongoing(client))
+            everywhere = list_ongoing(client)
+        ongoing = {tp: ra for tp, ra in everywhere.items() if tp in plan}
         progress = plans.partition_progress(port, plan, ongoing)
         pending, problem = plans.read_reassignment_znode(port)
         # Kafka's rule: throttles go only when no reassignment is in progress anywhere (it
         # cannot tell which brokers earlier plans throttled).
-        clear = not args.preserve_throttles and not anywhere and not pending
+        clear = not args.preserve_throttles and not everywhere and not pending
         if args.json:
             cleared = _quietly(_clear_throttles, port, plan) if clear else None
             print(json.dumps({
