@@ -48,6 +48,7 @@ from typing import IO, Protocol
 import structlog
 
 from controller.core.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from controller.state_change_file import LineFile, WriteFailed
 
 log = structlog.stdlib.get_logger("controller.state_change_log")
 
@@ -143,19 +144,15 @@ class StateChangeLog:
         max_bytes: int = 0,
         backups: int = 10,
     ) -> None:
-        self._path: Path | None = None
-        # Size-based rotation (0: off, logrotate's job); only for a file we own.
-        self._max_bytes = max_bytes
-        self._backups = max(backups, 1)
-        self._stream: IO[str]
+        self._file: LineFile | None = None  # a file we own
+        self._stream: IO[str] | None = None  # or a borrowed stream
         if isinstance(target, (str, os.PathLike)):
-            self._path = Path(target)
-            self._stream = self._open()
+            self._file = LineFile(Path(target), max_bytes=max_bytes, backups=backups)
         else:
             self._stream = target
         self._controller_id = controller_id
         self._clock_ns = clock_ns
-        self._lock = threading.Lock()  # guards the stream, not the buffer
+        self._lock = threading.Lock()  # guards the file or stream, not the buffer
         self._buffer: list[str] = []
         self._closed = False
         self._event = "null"
@@ -165,14 +162,9 @@ class StateChangeLog:
         self.write_errors = 0
         self.set_epoch(None)
 
-    def _open(self) -> IO[str]:
-        assert self._path is not None
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        return open(self._path, "a", encoding="utf-8", buffering=1 << 16)
-
     @property
     def path(self) -> Path | None:
-        return self._path
+        return None if self._file is None else self._file.path
 
     @property
     def closed(self) -> bool:
@@ -356,66 +348,60 @@ class StateChangeLog:
             return
         # Swap first: the event thread may keep appending to the new list meanwhile.
         lines, self._buffer = self._buffer, []
+        text = "".join(lines)
+        if self._file is not None:
+            try:
+                self._file.write(text)
+            except WriteFailed as exc:
+                # A full disk must not stop the controller: say so loudly; what was not
+                # written is retried with the next event's lines (lost only past a bound).
+                self.write_errors += 1
+                log.error("state-change log write failed", error=str(exc),
+                          lines_pending=exc.pending_lines, lines_lost=exc.lost_lines)  # fmt: skip
+            return
+        assert self._stream is not None
         try:
-            self._stream.write("".join(lines))
+            self._stream.write(text)
         except (OSError, ValueError) as exc:
-            # A full disk must not stop the controller; say so loudly and drop the lines.
             self.write_errors += 1
             log.error("state-change log write failed", error=str(exc), lines_lost=len(lines))
 
     def flush(self) -> None:
-        """Write everything recorded so far and flush it to the OS (end of each event)."""
+        """Write everything recorded so far to the OS (end of each event)."""
         with self._lock:
             self._write_locked()
-            if not self._closed:
-                try:
-                    self._stream.flush()
-                except (OSError, ValueError) as exc:
-                    self.write_errors += 1
-                    log.error("state-change log flush failed", error=str(exc))
-                else:
-                    self._maybe_rotate_locked()
-
-    def _maybe_rotate_locked(self) -> None:
-        """FILE -> FILE.1 -> ... -> FILE.<backups> (the oldest deleted), at an event boundary,
-        so an event's lines are never split across files."""
-        if self._path is None or self._max_bytes <= 0:
-            return
-        try:
-            if self._stream.tell() < self._max_bytes:
+            if self._closed:
                 return
-            self._stream.close()
-            base = str(self._path)
-            for n in range(self._backups - 1, 0, -1):
-                older = Path(f"{base}.{n}")
-                if older.exists():
-                    older.replace(f"{base}.{n + 1}")
-            self._path.replace(f"{base}.1")
-        except (OSError, ValueError) as exc:
-            self.write_errors += 1
-            log.error("state-change log rotation failed", error=str(exc), path=str(self._path))
+            if self._file is not None:
+                self._maybe_rotate_locked(self._file)
+                return
+            assert self._stream is not None
+            try:
+                self._stream.flush()
+            except (OSError, ValueError) as exc:
+                self.write_errors += 1
+                log.error("state-change log flush failed", error=str(exc))
+
+    def _maybe_rotate_locked(self, file: LineFile) -> None:
+        """Size-based rotation at an event boundary, so an event's lines are never split
+        across files (``LineFile.maybe_rotate``)."""
         try:
-            if self._stream.closed:
-                self._stream = self._open()
+            file.maybe_rotate()
         except OSError as exc:
             self.write_errors += 1
-            log.error("state-change log reopen failed", error=str(exc), path=str(self._path))
+            log.error("state-change log rotation failed", error=str(exc), path=str(file.path))
 
     def reopen(self) -> None:
         """Reopen the path (after logrotate moved the file). No-op for streams.
 
         Safe from any thread: lines still buffered in memory are left for the event thread's
-        next ``flush()`` and go to the new file; only the stream is swapped.
+        next ``flush()`` and go to the new file; only the file is swapped. Raises OSError
+        (still writing to the open file) when the path cannot be opened.
         """
         with self._lock:
-            if self._path is None or self._closed:
+            if self._file is None or self._closed:
                 return
-            old, self._stream = self._stream, self._open()
-            try:
-                old.close()  # writes out what earlier flushes handed to it
-            except (OSError, ValueError) as exc:
-                self.write_errors += 1
-                log.error("state-change log close failed", error=str(exc))
+            self._file.reopen()
 
     def close(self) -> None:
         """Flush and close (a borrowed stream is flushed, not closed). Idempotent."""
@@ -424,11 +410,15 @@ class StateChangeLog:
                 return
             self._write_locked()
             self._closed = True
+            if self._file is not None:
+                lost = self._file.close()
+                if lost:
+                    log.error("state-change log closed with lines it could not write",
+                              path=str(self._file.path), lines_lost=lost)  # fmt: skip
+                return
+            assert self._stream is not None
             try:
-                if self._path is not None:
-                    self._stream.close()
-                else:
-                    self._stream.flush()
+                self._stream.flush()
             except (OSError, ValueError) as exc:
                 log.error("state-change log close failed", error=str(exc))
 

@@ -1,0 +1,154 @@
+"""The state-change log's file: whole lines appended, through a full disk and failed reopens.
+
+A buffered text stream loses track of what reached the disk: when a large write fails part-way
+(disk full), the file ends inside a line and the next successful write is glued onto it, one
+unparseable line that swallows a good record. Here every write is a raw ``os.write`` whose
+count is known: bytes not written are kept and written first next time, so the line is
+completed where it was cut. The bytes kept are bounded (``max_pending``); past it whole lines
+are dropped, never the rest of a line already begun.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from pathlib import Path
+
+#: Bytes kept for a retry while writes fail (~30K lines); beyond it newer lines are dropped.
+MAX_PENDING_BYTES = 8 << 20
+
+_NEWLINE = 0x0A
+
+
+class WriteFailed(OSError):
+    """A write that left ``pending_lines`` to retry and dropped ``lost_lines`` for good."""
+
+    def __init__(self, cause: OSError, pending_lines: int, lost_lines: int) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause))
+        self.pending_lines = pending_lines
+        self.lost_lines = lost_lines
+
+
+class LineFile:
+    """An append-only file of whole lines; callers hand it whole lines only.
+
+    Not thread-safe: the state-change log serialises calls under its lock.
+    """
+
+    def __init__(
+        self, path: Path, *, max_bytes: int = 0, backups: int = 10,
+        max_pending: int = MAX_PENDING_BYTES,
+    ) -> None:  # fmt: skip
+        self.path = path
+        # Size-based rotation (0: off, logrotate's job).
+        self._max_bytes = max_bytes
+        self._backups = max(backups, 1)
+        self._max_pending = max_pending
+        self._pending = b""  # not yet on disk, oldest first
+        self._mid_line = False  # the open file ends inside a line (a short write's head)
+        self._fd: int | None = self._open()
+
+    def _open(self) -> int:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+    @property
+    def pending_lines(self) -> int:
+        return self._pending.count(b"\n")
+
+    def write(self, text: str) -> None:
+        """Append ``text`` after what earlier failures left; raises ``WriteFailed`` when not
+        all of it is on disk (the rest is kept for the next call, up to the bound)."""
+        self._pending += text.encode("utf-8")
+        if not self._pending:
+            return
+        try:
+            if self._fd is None:  # a reopen failed earlier (rotation): try again now
+                self._fd = self._open()
+            self._write_pending(self._fd)
+        except OSError as exc:
+            lost = self._bound_pending()
+            raise WriteFailed(exc, self.pending_lines, lost) from exc
+
+    def _write_pending(self, fd: int) -> None:
+        view = memoryview(self._pending)
+        done = 0
+        try:
+            while done < len(view):
+                n = os.write(fd, view[done:])
+                if n <= 0:  # not for a regular file, but a loop must not spin on it
+                    raise OSError(errno.EIO, "write wrote nothing")
+                self._mid_line = view[done + n - 1] != _NEWLINE
+                done += n
+        finally:
+            view.release()
+            self._pending = self._pending[done:]
+
+    def _bound_pending(self) -> int:
+        """Drop whole lines past the bound (the rest of a begun line is always kept: it is
+        what makes the file's last line whole again); the number dropped."""
+        if len(self._pending) <= self._max_pending:
+            return 0
+        keep = self._pending.index(b"\n") + 1 if self._mid_line else 0
+        lost = self._pending.count(b"\n", keep)
+        self._pending = self._pending[:keep]
+        return lost
+
+    def size(self) -> int:
+        return 0 if self._fd is None else os.fstat(self._fd).st_size
+
+    def maybe_rotate(self) -> None:
+        """FILE -> FILE.1 -> ... -> FILE.<backups> (the oldest deleted) once FILE has reached
+        ``max_bytes``; called between events, so an event's lines stay in one file. Raises
+        OSError when renaming or reopening failed (a failed reopen is retried by ``write``)."""
+        if self._max_bytes <= 0 or self._pending or self.size() < self._max_bytes:
+            return
+        self._close_fd()
+        try:
+            base = str(self.path)
+            for n in range(self._backups - 1, 0, -1):
+                older = Path(f"{base}.{n}")
+                if older.exists():
+                    older.replace(f"{base}.{n + 1}")
+            self.path.replace(f"{base}.1")
+        finally:
+            self._fd = self._open()
+
+    def reopen(self) -> None:
+        """Switch to a new file at the path (logrotate moved the old one). Raises OSError,
+        keeping the old file, when the path cannot be opened."""
+        fd = self._open()
+        self._finish_line()
+        self._close_fd()
+        self._fd = fd
+
+    def _finish_line(self) -> None:
+        """Before leaving a file that ends inside a line: write the rest of that line there,
+        or drop it (a line's tail at the head of the next file would be garbage there)."""
+        if not (self._mid_line and self._pending and self._fd is not None):
+            return
+        end = self._pending.index(b"\n") + 1
+        head, rest = self._pending[:end], self._pending[end:]
+        self._pending = head
+        with contextlib.suppress(OSError):
+            self._write_pending(self._fd)
+        self._pending = rest  # whether written or not, the tail does not follow us
+        self._mid_line = False
+
+    def _close_fd(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def close(self) -> int:
+        """Write what is pending (one try) and close; the lines that could not be written."""
+        try:
+            if self._pending and self._fd is not None:
+                with contextlib.suppress(OSError):
+                    self._write_pending(self._fd)
+        finally:
+            lost = self.pending_lines
+            self._pending = b""
+            self._close_fd()
+        return lost
