@@ -325,8 +325,13 @@ class ControllerDaemon:
             while inbox.wait() == signal.SIGHUP:
                 self._on_reload()
         finally:
-            inbox.restore()
-            self.stop()
+            # Signals arriving while stopping are only recorded (the JVM ignores them during
+            # its shutdown hooks too): a logrotate SIGHUP or a second SIGTERM must not kill
+            # the process before /controller is deleted and the session closed.
+            try:
+                self.stop()
+            finally:
+                inbox.restore()
 
     def _on_reload(self) -> None:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from controller.config.model import ControllerConfig
@@ -17,11 +18,22 @@ def _toml_value(value: Any) -> str:
     return json.dumps(str(value))  # a JSON string is a valid TOML basic string here
 
 
+def _as_loaded(state_change_log: Path, log_dir: Path) -> Path:
+    """The setting as written: loading joins a relative state.change.log.file to log.dir, so
+    the joined path rendered as is would be joined again (``var/log/var/log/...``)."""
+    try:
+        return state_change_log.relative_to(log_dir)
+    except ValueError:  # absolute, elsewhere
+        return state_change_log
+
+
 def render_effective_config(cfg: ControllerConfig) -> str:
     """The effective config as TOML (pasteable into a file), each line with its source."""
     rows = []
     for s in SETTINGS:
         value = getattr(cfg, s.attr)
+        if s.name == "state.change.log.file":
+            value = _as_loaded(value, cfg.log_dir)
         if s.secret and value is not None:
             value = "********"
         left = f"# {s.name} is unset" if value is None else f"{s.name} = {_toml_value(value)}"

@@ -310,6 +310,25 @@ def test_render_effective_config_is_toml_with_sources(tmp_path: Path) -> None:
     assert changed_settings(cfg, again) == ()
 
 
+@pytest.mark.parametrize(
+    ("log_dir", "scl_file"),
+    [("var/log", None), ("var/log", "sub/sc.log"), ("/var/log/zkc", None), (".", "/abs/sc.log"),
+     ("var/log", "/var/log/elsewhere.log")],
+)  # fmt: skip
+def test_rendered_config_loads_back_to_the_same_state_change_log_file(
+    tmp_path: Path, log_dir: str, scl_file: str | None
+) -> None:
+    """Loading joins a relative state.change.log.file to log.dir; the rendering must not give
+    the joined path to be joined again (a relative log.dir moved the log to var/log/var/log)."""
+    env = {**REQUIRED_ENV, "ZKC_LOG_DIR": log_dir}
+    if scl_file is not None:
+        env["ZKC_STATE_CHANGE_LOG_FILE"] = scl_file
+    cfg = load_config(env=env)
+    again = load_config(write(tmp_path, render_effective_config(cfg)), env={})
+    assert again.state_change_log_file == cfg.state_change_log_file
+    assert changed_settings(cfg, again) == ()
+
+
 def test_changed_settings() -> None:
     a = load_config(env=REQUIRED_ENV)
     b = load_config(env={**REQUIRED_ENV, "ZKC_LOG_LEVEL": "DEBUG", "ZKC_DELETE_TOPIC_ENABLE": "0"})

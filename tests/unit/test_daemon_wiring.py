@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import gc
+import signal
+import subprocess
+import sys
+import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,3 +114,42 @@ def test_a_re_election_within_one_event_does_not_pin_the_previous_terms_garbage(
     finally:
         gc.unfreeze()
         h.close()
+
+
+_SIGNALS_DURING_STOP_CHILD = """
+import os, signal, time
+from controller.daemon import ControllerDaemon
+
+class Stub:
+    _on_reload = ControllerDaemon._on_reload
+
+    def start(self):
+        print("started", flush=True)
+
+    def stop(self):
+        # A logrotate SIGHUP and a second SIGTERM arrive while the resignation runs.
+        os.kill(os.getpid(), signal.SIGHUP)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.3)  # the handlers run between bytecodes of this thread
+        print("stopped", flush=True)
+
+ControllerDaemon.run_forever(Stub())
+print("returned", flush=True)
+"""
+
+
+def test_signals_during_stop_do_not_kill_the_graceful_stop() -> None:
+    """The JVM ignores SIGTERM/SIGHUP while its shutdown hooks run: ours keeps recording them
+    until stop() is done (the default action used to kill the process mid-stop, leaving
+    /controller to the session timeout)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SIGNALS_DURING_STOP_CHILD],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "started"
+    time.sleep(0.2)
+    child.send_signal(signal.SIGTERM)
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 0, err
+    assert out.split() == ["stopped", "returned"]
