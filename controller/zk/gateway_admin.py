@@ -17,7 +17,7 @@ import structlog
 
 from controller.core.model import TopicPartition
 from controller.zk import codecs, paths
-from controller.zk.errors import MalformedZnodeError, NoNodeError, ZkError
+from controller.zk.errors import MalformedZnodeError, NoNodeError, NotEmptyError, ZkError
 from controller.zk.fenced import FencedWriter
 from controller.zk.port import Create, Delete, ReadResult, SetData, ZkPort
 
@@ -39,10 +39,14 @@ class AdminZnodes:
         return sorted(self.get_children(paths.DELETE_TOPICS))
 
     def delete_topic_deletions(self, topics: Iterable[str], epoch_zk_version: int) -> None:
-        self._delete_all([paths.delete_topic_path(t) for t in topics], epoch_zk_version)
+        self._delete_all(
+            [paths.delete_topic_path(t) for t in topics], epoch_zk_version, subtrees=True
+        )
 
     def delete_topic_configs(self, topics: Iterable[str], epoch_zk_version: int) -> None:
-        self._delete_all([paths.topic_config_path(t) for t in topics], epoch_zk_version)
+        self._delete_all(
+            [paths.topic_config_path(t) for t in topics], epoch_zk_version, subtrees=True
+        )
 
     def delete_topic_znode(self, topic: str, epoch_zk_version: int) -> bool:
         """Fenced recursive delete of ``/brokers/topics/T``; False when it did not exist."""
@@ -68,9 +72,15 @@ class AdminZnodes:
         return out
 
     def _delete_all(
-        self, path_list: list[str], epoch_zk_version: int, *, strict: bool = True
-    ) -> None:
+        self, path_list: list[str], epoch_zk_version: int, *, strict: bool = True,
+        subtrees: bool = False,
+    ) -> None:  # fmt: skip
         """Fenced deletes; a missing node is not an error. Groups by depth to keep order.
+
+        ``subtrees``: a node found with children of its own (a stray znode someone created
+        under a request) is deleted with them. Kafka sends one delete and ignores its result;
+        failing instead would fail every failover, and leaving the node would re-trigger its
+        watch for ever.
 
         Not ``strict`` (notifications, as Kafka's ``deleteIsrChangeNotifications``, which
         checks only the controller epoch): a node that cannot be deleted (a child of its own,
@@ -82,7 +92,10 @@ class AdminZnodes:
         for depth in sorted(by_depth, reverse=True):
             items = {p: [Delete(p)] for p in by_depth[depth]}
             for p, result in self._writer.run(items, epoch_zk_version).items():
-                if isinstance(result, ZkError) and not isinstance(result, NoNodeError):
+                if subtrees and isinstance(result, NotEmptyError):
+                    log.warning("deleting a request znode with children", path=p)
+                    self.delete_recursive(p, epoch_zk_version)
+                elif isinstance(result, ZkError) and not isinstance(result, NoNodeError):
                     if strict:
                         raise result if result.path else type(result)(str(result), p)
                     log.error("could not delete a notification; left in place", path=p,
@@ -217,4 +230,4 @@ class AdminZnodes:
             return set()
 
     def delete_preferred_replica_election(self, epoch_zk_version: int) -> None:
-        self._delete_all([paths.PREFERRED_REPLICA_ELECTION], epoch_zk_version)
+        self._delete_all([paths.PREFERRED_REPLICA_ELECTION], epoch_zk_version, subtrees=True)

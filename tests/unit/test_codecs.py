@@ -221,6 +221,20 @@ class TestEncodeDetails:
         data = codecs.encode_preferred_replica_election([tp, tp])
         assert codecs.decode_preferred_replica_election(data) == {tp}
 
+    @pytest.mark.parametrize(
+        "data",
+        [
+            b'{"partitions":[{"topic":"t","partition":0}]}',  # the old tool's file, by hand
+            b'{"version":1,"partitions":[{"topic":"t","partition":0},'
+            b'{"topic":"t","partition":0}]}',
+            b'{"version":2,"partitions":[{"topic":"t","partition":0}]}',
+        ],
+        ids=["no-version", "duplicates", "other-version"],
+    )
+    def test_preferred_election_reads_only_the_partitions_as_kafka_does(self, data: bytes) -> None:
+        # PreferredReplicaElectionZNode.decode reads "partitions" into a set, nothing else.
+        assert codecs.decode_preferred_replica_election(data) == {TopicPartition("t", 0)}
+
 
 # --------------------------------------------------------------------------------------------
 # Decoding the reference's examples verbatim, and older versions
@@ -836,13 +850,6 @@ MALFORMED: list[tuple[str, Decoder, bytes | None, str, str]] = [
         "'version'",
     ),
     # /admin/preferred_replica_election
-    (
-        "preferred duplicate",
-        codecs.decode_preferred_replica_election,
-        b'{"version":1,"partitions":[{"topic":"t","partition":0},{"topic":"t","partition":0}]}',
-        paths.PREFERRED_REPLICA_ELECTION,
-        "'partitions[1]': duplicate partition t-0",
-    ),
     (
         "preferred illegal topic",
         codecs.decode_preferred_replica_election,

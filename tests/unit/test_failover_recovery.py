@@ -121,6 +121,57 @@ def test_a_preferred_election_request_deleted_by_hand_during_a_failover_keeps_th
     assert h.read(paths.PREFERRED_REPLICA_ELECTION) is None  # seen, processed, deleted
 
 
+@pytest.mark.parametrize("request_node", ["preferred election", "topic deletion"])
+def test_a_stray_child_under_a_request_znode_does_not_fail_every_failover(
+    request_node: str,
+) -> None:
+    # Someone creates a znode under a request (a typo, a script using the wrong path). Kafka
+    # sends one delete and ignores the result; a strict delete raised NotEmpty at failover,
+    # which then failed, moved the controller and re-elected itself every 2 s for ever.
+    flags = {"delete.topic.enable": "false"} if request_node == "topic deletion" else {}
+    h = ControllerHarness(controller_id=1, flags=flags)
+    h.register_broker(1)
+    h.register_broker(2)
+    h.create_topic("t", {0: [2, 1]}, in_context=False)
+    node = (
+        paths.PREFERRED_REPLICA_ELECTION
+        if request_node == "preferred election"
+        else paths.delete_topic_path("t")
+    )
+    data = codecs.encode_preferred_replica_election([TopicPartition("t", 0)])
+    h.admin.create(node, data if request_node == "preferred election" else b"", makepath=True)
+    h.admin.create(f"{node}/stray", b"")
+    h.start()
+    h.drain()
+    assert h.controller.is_active and h.controller.event_errors == 0
+    assert h.read(node) is None  # the request was handled and removed, stray child and all
+    assert h.read(paths.topic_path("t")) is not None  # deletion disabled: the topic stays
+
+
+def test_a_stray_child_under_the_preferred_election_request_does_not_fail_its_event() -> None:
+    h = ControllerHarness(controller_id=1)
+    h.register_broker(1)
+    h.register_broker(2)
+    h.create_topic("t", {0: [1, 2]}, in_context=False)
+    h.start()
+    h.drain()
+    h.admin.create(
+        paths.PREFERRED_REPLICA_ELECTION,
+        codecs.encode_preferred_replica_election([TopicPartition("t", 0)]),
+    )
+    h.admin.create(f"{paths.PREFERRED_REPLICA_ELECTION}/stray", b"")
+    h.drain()
+    assert h.controller.event_errors == 0
+    assert h.read(paths.PREFERRED_REPLICA_ELECTION) is None
+    # The request node is free again: a later request is seen and handled.
+    h.admin.create(
+        paths.PREFERRED_REPLICA_ELECTION,
+        codecs.encode_preferred_replica_election([TopicPartition("t", 0)]),
+    )
+    h.drain()
+    assert h.read(paths.PREFERRED_REPLICA_ELECTION) is None
+
+
 @pytest.mark.parametrize("ephemeral", [True, False], ids=["ephemeral", "persistent"])
 def test_a_controller_node_gone_before_its_watch_is_re_armed_is_still_an_election(
     ephemeral: bool,

@@ -100,17 +100,16 @@ def decode_reassignment(
 
 
 def _partition_set(
-    data: bytes | None, path: str, *, reject_duplicates: bool
+    data: bytes | None, path: str, *, check_version: bool = True
 ) -> set[TopicPartition]:
+    """The partitions listed; duplicates are merged (the content is a set, as Kafka's)."""
     obj = load(data, path)
-    version_field(obj, path, (1,))
-    out: set[TopicPartition] = set()
-    for i, entry in enumerate(typed_field(obj, "partitions", path, list)):
-        tp = topic_partition(entry, path, f"partitions[{i}]")
-        if reject_duplicates and tp in out:
-            fail(path, f"partitions[{i}]", f"duplicate partition {tp}")
-        out.add(tp)
-    return out
+    if check_version:
+        version_field(obj, path, (1,))
+    return {
+        topic_partition(entry, path, f"partitions[{i}]")
+        for i, entry in enumerate(typed_field(obj, "partitions", path, list))
+    }
 
 
 def encode_preferred_replica_election(partitions: Iterable[TopicPartition]) -> bytes:
@@ -120,8 +119,10 @@ def encode_preferred_replica_election(partitions: Iterable[TopicPartition]) -> b
 def decode_preferred_replica_election(
     data: bytes | None, path: str = paths.PREFERRED_REPLICA_ELECTION
 ) -> set[TopicPartition]:
-    """Duplicate partitions raise (Kafka's election tool refuses such a file)."""
-    return _partition_set(data, path, reject_duplicates=True)
+    """As Kafka's ``PreferredReplicaElectionZNode.decode``: only ``partitions`` is read (no
+    version is required, as in the old election tool's files written by hand) and a partition
+    listed twice is elected once."""
+    return _partition_set(data, path, check_version=False)
 
 
 # --- /isr_change_notification/*, /log_dir_event_notification/* ---
@@ -132,8 +133,7 @@ def encode_isr_change_notification(partitions: Iterable[TopicPartition]) -> byte
 
 
 def decode_isr_change_notification(data: bytes | None, path: str) -> set[TopicPartition]:
-    # Duplicates are harmless here (the content is a set), so they are merged.
-    return _partition_set(data, path, reject_duplicates=False)
+    return _partition_set(data, path)
 
 
 def encode_log_dir_event(broker_id: int) -> bytes:
