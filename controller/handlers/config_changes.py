@@ -186,8 +186,12 @@ class ConfigChanges:
             self._last_seen = fresh[-1][0]
         if broker_default and load_dynamic_broker_defaults(ctl):
             ctl.put(UncleanLeaderElectionEnable())
-        if topics:
-            self._check_unclean(topics)
+        # Only topics the controller knows: their names came from ZooKeeper itself. A name
+        # from a notification alone is anyone's text (600 KB long, say), and reading
+        # /config/topics/<it> could wedge the session; an unknown topic has nothing to elect.
+        known = [t for t in topics if t in ctl.context.all_topics]
+        if known:
+            self._check_unclean(known)
         self._purge_obsolete(numbered)
 
     def _check_unclean(self, topics: list[str]) -> None:

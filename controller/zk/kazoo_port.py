@@ -515,9 +515,11 @@ class KazooPort(WatchedReads, KazooWrites):
         )
 
     def _multiread_batch_of(self, paths: Sequence[str], op: int) -> list[Any]:
-        step = self._multiread_batch
-        chunks = [paths[i : i + step] for i in range(0, len(paths), step)]
         chroot = self._chroot
+        chunks = [
+            paths[start:end]
+            for start, end in multiread.chunk_bounds(paths, self._multiread_batch, chroot=chroot)
+        ]
 
         def submit(chunk: Sequence[str]) -> Any:
             server_paths = [chroot + p if p != "/" else chroot or "/" for p in chunk]

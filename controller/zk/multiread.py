@@ -55,6 +55,33 @@ RawStat = tuple[int, int, int, int, int, int, int, int, int, int, int]
 RawRead = tuple[bytes | None, RawStat] | list[str] | int
 
 
+#: Bytes of request per multi-read. ZooKeeper drops a connection whose request is larger than
+#: its jute.maxbuffer (just under 1 MiB by default) and kazoo re-sends the same request on the
+#: next connection, for ever; so chunks are bounded by size as well as by count.
+MAX_REQUEST_BYTES = 512 * 1024
+_PER_PATH_BYTES = _HEADER.size + _INT.size + 1  # header, path length, watch flag
+
+
+def chunk_bounds(
+    paths: Sequence[str], max_count: int, *, chroot: str = "",
+    max_bytes: int = MAX_REQUEST_BYTES,
+) -> list[tuple[int, int]]:  # fmt: skip
+    """``[start, end)`` ranges of ``paths`` (each to be sent under ``chroot``), each at most
+    ``max_count`` paths and ``max_bytes`` bytes of request (a longer path goes alone)."""
+    bounds: list[tuple[int, int]] = []
+    start, size = 0, 0
+    fixed = _PER_PATH_BYTES + len(chroot.encode("utf-8"))
+    for i, path in enumerate(paths):
+        n = fixed + (len(path) if path.isascii() else len(path.encode("utf-8")))
+        if i > start and (i - start >= max_count or size + n > max_bytes):
+            bounds.append((start, i))
+            start, size = i, 0
+        size += n
+    if start < len(paths):
+        bounds.append((start, len(paths)))
+    return bounds
+
+
 def kazoo_version() -> str:
     return str(getattr(getattr(kazoo, "version", None), "__version__", "unknown"))
 

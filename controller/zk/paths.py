@@ -131,7 +131,19 @@ def has_collision_chars(topic: str) -> bool:
 def is_znode_name(name: str) -> bool:
     """Whether ``name`` can be one path segment: a structural check, not Kafka's naming rules
     (names written by other tools must stay addressable)."""
-    return bool(name) and "/" not in name and name not in (".", "..")
+    return (
+        bool(name) and "/" not in name and name not in (".", "..")
+        and (name.isascii() or _utf8_encodable(name))
+    )  # fmt: skip
+
+
+def _utf8_encodable(name: str) -> bool:
+    # A lone surrogate (from a JSON escape) has no UTF-8 form: no request could carry it.
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _segment(name: str, what: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 from kazoo import exceptions as kex
 
-from controller.zk import errors, setwatches
+from controller.zk import errors, multiread, setwatches
 from controller.zk.kazoo_support import observed, to_stat, translate
 from controller.zk.kazoo_watches import WatchKeeper
 from controller.zk.port import DATA_WATCH, ReadResult, WatchCallback, ZnodeStat
@@ -82,8 +82,7 @@ class WatchedReads:
         multi-reads then ``SetWatches`` at each multi-read's zxid; without multi-read (ZooKeeper
         < 3.6), pipelined watched gets."""
         if self._multiread:
-            step = self._multiread_batch
-            bounds = [(i, min(i + step, len(paths))) for i in range(0, len(paths), step)]
+            bounds = multiread.chunk_bounds(paths, self._multiread_batch, chroot=self._chroot)
             sent: dict[int, setwatches.ZxidMultiRead] = {}
 
             def submit(index: int) -> Any:

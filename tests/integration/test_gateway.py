@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -729,4 +730,55 @@ def test_data_less_znodes_are_null_as_kafka_writes_them(zk_connect: str) -> None
     finally:
         raw.stop()
         raw.close()
+        port.stop()
+
+
+@pytest.mark.zookeeper
+def test_reads_of_paths_past_the_request_limit_are_split_not_resent_for_ever(
+    zk_connect: str,
+) -> None:
+    # Two 600 KB names (a notification can carry one) in one multi-read make a request past
+    # the server's jute.maxbuffer: the server drops the connection, kazoo reconnects and
+    # re-sends it, for ever, with the caller blocked. Chunks are bounded by size too.
+    port = KazooPort(zk_connect, 10.0)
+    port.start()
+    try:
+        names = ["a" * 600_000, "b" * 600_000, "c"]
+        port.create("/c", b"here")
+        done: dict[str, object] = {}
+        reader = threading.Thread(
+            target=lambda: done.update(r=port.get_many([f"/{n}" for n in names])), daemon=True
+        )
+        reader.start()
+        reader.join(30)
+        assert not reader.is_alive(), "the batched read never returned"
+        results = done["r"]
+        assert isinstance(results, list)
+        assert [type(r.error) for r in results[:2]] == [NoNodeError, NoNodeError]
+        assert results[2].data == b"here"
+    finally:
+        port.stop()
+
+
+@pytest.mark.zookeeper
+def test_a_notification_naming_a_lone_surrogate_is_malformed_and_the_session_lives(
+    zk_connect: str,
+) -> None:
+    # '\ud800' is a valid JSON escape but no UTF-8 text: a path holding it killed kazoo's
+    # connection thread (the session LOST for good) when the controller read its config.
+    port = KazooPort(zk_connect, 10.0)
+    port.start()
+    try:
+        gw = ZkGateway(port)
+        gw.ensure_persistent_paths()
+        port.create(
+            f"{paths.CONFIG_CHANGES}/config_change_0000000000",
+            b'{"version":2,"entity_path":"topics/a\\ud800"}',
+        )
+        ((_, change),) = gw.get_config_change_notifications(["config_change_0000000000"])
+        assert isinstance(change, MalformedZnodeError) and "surrogate" in change.problem
+        with pytest.raises(ValueError, match="znode name"):
+            gw.get_topic_configs(["a\ud800"])
+        assert port.exists(paths.CONFIG_CHANGES) is not None  # the session still serves
+    finally:
         port.stop()

@@ -221,6 +221,11 @@ class TestEncodeDetails:
         data = codecs.encode_preferred_replica_election([tp, tp])
         assert codecs.decode_preferred_replica_election(data) == {tp}
 
+    def test_an_escaped_surrogate_pair_is_text(self) -> None:
+        # A pair (an emoji) is one character, unlike the lone surrogates in MALFORMED below.
+        data = b'{"version":2,"entity_path":"topics/a\\ud83d\\ude00"}'
+        assert codecs.decode_config_change(data, "/p") == ("topics", "a\U0001f600")
+
     @pytest.mark.parametrize(
         "data",
         [
@@ -578,6 +583,10 @@ def _log_dir(data: bytes | None) -> Any:
     return codecs.decode_log_dir_event(data, paths.log_dir_event_path(7))
 
 
+def _config_change(data: bytes | None) -> Any:
+    return codecs.decode_config_change(data, "/config/changes/config_change_0000000001")
+
+
 def _isr(data: bytes | None) -> Any:
     return codecs.decode_isr_change_notification(data, paths.isr_change_path(42))
 
@@ -848,6 +857,22 @@ MALFORMED: list[tuple[str, Decoder, bytes | None, str, str]] = [
         b'{"partitions":[]}',
         paths.REASSIGN_PARTITIONS,
         "'version'",
+    ),
+    # A JSON escape of a lone surrogate is no Unicode text: refused where it is read.
+    (
+        "config change lone surrogate",
+        _config_change,
+        b'{"version":2,"entity_path":"topics/a\\ud800"}',
+        "/config/changes/config_change_0000000001",
+        "lone surrogate",
+    ),
+    (
+        "feature name lone surrogate",
+        codecs.decode_feature_znode,
+        b'{"version":1,"status":1,"features":{"f\\uDC00":'
+        b'{"min_version_level":1,"max_version_level":1}}}',
+        paths.FEATURE,
+        "lone surrogate",
     ),
     # /admin/preferred_replica_election
     (

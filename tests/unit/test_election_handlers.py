@@ -355,6 +355,7 @@ def test_unclean_on_queues_an_event_for_every_read_of_the_topics_notifications()
     h = ControllerHarness(controller_id=5)
     try:
         h.register_broker(1)
+        h.create_topic("t", {0: [1]}, in_context=False)
         h.start()
         h.drain()
         h.set_topic_config("t", {"unclean.leader.election.enable": "true"})
@@ -373,6 +374,30 @@ def test_unclean_on_queues_an_event_for_every_read_of_the_topics_notifications()
         notify(h, "t")
         h.process(ConfigChangeNotification())
         assert not any(isinstance(e, TopicUncleanLeaderElectionEnable) for e in h.pending_events())
+    finally:
+        h.close()
+
+
+def test_a_notification_for_a_topic_the_controller_does_not_know_reads_nothing() -> None:
+    # Its name is only the notification's text (any length; Kafka's controller never reads
+    # config by it): an unknown topic has nothing to elect, so its config is not read.
+    h = ControllerHarness(controller_id=5)
+    try:
+        h.register_broker(1)
+        h.create_topic("known", {0: [1]}, in_context=False)
+        h.start()
+        h.drain()
+        for topic in ("known", "unknown"):
+            h.set_topic_config(topic, {"unclean.leader.election.enable": "true"})
+            notify(h, topic)
+        reads: list[str] = []
+        # Records every batched read's paths (the rule never matches, so never acts).
+        h.port.before("get_many", lambda: None, when=lambda p, *_: bool(reads.extend(p)))
+        h.process(ConfigChangeNotification())
+        queued = [e for e in h.pending_events() if isinstance(e, TopicUncleanLeaderElectionEnable)]
+        assert [e.topic for e in queued] == ["known"]
+        assert paths.topic_config_path("unknown") not in reads
+        assert paths.topic_config_path("known") in reads
     finally:
         h.close()
 

@@ -143,6 +143,23 @@ def test_a_malformed_feature_znode_is_left_alone_and_checks_no_broker(h: Control
     assert h.read(paths.FEATURE) == b'{"version":2,"status":7,"features":{}}'
 
 
+def test_a_feature_name_that_is_no_unicode_text_is_malformed_not_a_failover_loop(
+    h: ControllerHarness,
+) -> None:
+    # A lone surrogate escape in a v1 node's feature name: the failover's v1 -> v2 rewrite
+    # could not encode it, failed, and the controller re-elected itself for ever.
+    data = (
+        b'{"version":1,"status":1,"features":{"f\\ud800":'
+        b'{"min_version_level":1,"max_version_level":1}}}'
+    )
+    h.admin.create(paths.FEATURE, data, makepath=True)
+    h.register_broker(1, features=OLD)
+    h.start()
+    assert h.controller.is_active and h.controller.event_errors == 0
+    assert h.read(paths.FEATURE) == data  # left alone, as any malformed /feature
+    assert h.controller.features.finalized is None
+
+
 # -- brokers and the finalized features ----------------------------------------------------------
 
 

@@ -82,7 +82,20 @@ def load(data: bytes | None, path: str) -> dict[str, Any]:
         raise MalformedZnodeError(path, "invalid JSON: nested too deeply") from None
     if type(obj) is not dict:
         raise MalformedZnodeError(path, f"top level: expected a JSON object, got {kind_of(obj)}")
+    if "\\u" in text:
+        _check_encodable(obj, path)
     return obj
+
+
+def _check_encodable(obj: object, path: str) -> None:
+    """JSON's ``\\ud800`` escapes decode to lone surrogates, text no UTF-8 encoder takes: a
+    name holding one would fail wherever it is written or sent (kazoo's connection thread
+    died encoding such a path), so the znode is refused here, where it is read."""
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise MalformedZnodeError(path, f"a lone surrogate escape ({e.object[e.start:e.end]!a})"
+                                  " is not Unicode text") from None  # fmt: skip
 
 
 def int_field(
