@@ -17,6 +17,7 @@ from controller.config.settings import (
     SETTINGS,
     SETTINGS_BY_NAME,
 )
+from controller.security.acls import CredentialsError, parse_credentials
 
 #: Conventional variable for the connect string (as in many ZooKeeper tools); ``ZKC_`` wins.
 ENV_ALIASES: Mapping[str, str] = types.MappingProxyType({"ZK_CONNECT": "zookeeper.connect"})
@@ -164,6 +165,11 @@ def _security_checks(values: Mapping[str, Any], sources: Mapping[str, str]) -> l
     if inline and file:
         problem("zookeeper.auth.credentials.value",
                 "set this or zookeeper.auth.credentials.file, not both")  # fmt: skip
+    elif inline:
+        try:
+            parse_credentials(inline, "zookeeper.auth.credentials.value")
+        except CredentialsError as exc:  # its message never holds the secret
+            problem("zookeeper.auth.credentials.value", str(exc))
     if values["zookeeper.set.acl"] and scheme == "none":
         problem("zookeeper.set.acl", "needs ZooKeeper authentication (zookeeper.auth.scheme)")
     cert, key = values["grpc.tls.cert.file"], values["grpc.tls.key.file"]

@@ -78,6 +78,12 @@ def parse_credentials(text: str, source: str) -> tuple[str, str]:
     user, sep, password = line.partition(":")
     if not sep or not user or not password:
         raise CredentialsError(f"{source}: expected user:password on the first line")
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        # Bytes that were not UTF-8 in the environment (decoded as surrogates): kazoo's
+        # connection thread would die encoding them at authentication.
+        raise CredentialsError(f"{source}: not UTF-8 text") from None
     return user, password
 
 
@@ -86,6 +92,8 @@ def read_credentials_file(path: str | os.PathLike[str]) -> tuple[str, str]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise CredentialsError(f"cannot read {os.fspath(path)}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CredentialsError(f"{os.fspath(path)}: not UTF-8 (byte {exc.start})") from None
     return parse_credentials(text, os.fspath(path))
 
 

@@ -62,13 +62,18 @@ class AdminZnodes:
         return True
 
     def _list_tree(self, path: str) -> list[str]:
-        try:
-            children = self.port.get_children(path)
-        except NoNodeError:
-            return []
-        out = [path]
-        for child in children:
-            out.extend(self._list_tree(f"{path}/{child}"))
+        """``path`` and every node under it ([] when it does not exist). Iterative: a chain of
+        stray znodes 1000 deep must not hit Python's recursion limit (at failover, in a loop)."""
+        out: list[str] = []
+        pending = [path]
+        while pending:
+            node = pending.pop()
+            try:
+                children = self.port.get_children(node)
+            except NoNodeError:
+                continue  # deleted meanwhile (or never there)
+            out.append(node)
+            pending.extend(f"{node}/{child}" for child in children)
         return out
 
     def _delete_all(

@@ -276,6 +276,33 @@ def test_parse_zookeeper_connect() -> None:
             parse_zookeeper_connect(bad)
 
 
+@pytest.mark.parametrize(
+    ("chroot", "problem"),
+    [
+        ("/k/.", "relative segment '.'"),
+        ("/k/../x", "relative segment '..'"),
+        ("/k\x01", "character '\\x01'"),
+        ("/k\x85x", "character '\\x85'"),
+        ("/k\udcff", "character '\\udcff'"),  # a non-UTF-8 byte of argv or the environment
+        ("/k\U0001f600", "character '\\U0001f600'"),  # a surrogate pair in Java: refused
+        ("/k\uffff", "character '\\uffff'"),
+    ],
+)
+def test_a_chroot_zookeeper_refuses_is_a_config_error(chroot: str, problem: str) -> None:
+    # Accepted before: kazoo's constructor raised a bare ValueError at start ('.', '..'), the
+    # server answered BadArguments with no message, or kazoo's connection thread died
+    # encoding the path (exit 1, "session lost").
+    with pytest.raises(ConfigError) as raised:
+        load_config(env={**REQUIRED_ENV, "ZKC_ZOOKEEPER_CONNECT": f"zk1:2181{chroot}"})
+    (only,) = raised.value.problems
+    assert only.key == "zookeeper.connect" and problem in only.message
+
+
+def test_a_chroot_with_text_zookeeper_takes_is_accepted() -> None:
+    cfg = load_config(env={**REQUIRED_ENV, "ZKC_ZOOKEEPER_CONNECT": "zk1:2181/kafka-é.prod_1"})
+    assert cfg.zookeeper_chroot == "/kafka-é.prod_1"
+
+
 def test_cli_flags_through_argparse(tmp_path: Path) -> None:
     path = write(tmp_path, '"controller.id" = 4\n"zookeeper.connect" = "f:1"\n')
     parser = argparse.ArgumentParser()

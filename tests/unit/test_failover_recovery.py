@@ -121,9 +121,10 @@ def test_a_preferred_election_request_deleted_by_hand_during_a_failover_keeps_th
     assert h.read(paths.PREFERRED_REPLICA_ELECTION) is None  # seen, processed, deleted
 
 
+@pytest.mark.parametrize("depth", [1, 1000], ids=["child", "chain-1000-deep"])
 @pytest.mark.parametrize("request_node", ["preferred election", "topic deletion"])
 def test_a_stray_child_under_a_request_znode_does_not_fail_every_failover(
-    request_node: str,
+    request_node: str, depth: int
 ) -> None:
     # Someone creates a znode under a request (a typo, a script using the wrong path). Kafka
     # sends one delete and ignores the result; a strict delete raised NotEmpty at failover,
@@ -140,7 +141,10 @@ def test_a_stray_child_under_a_request_znode_does_not_fail_every_failover(
     )
     data = codecs.encode_preferred_replica_election([TopicPartition("t", 0)])
     h.admin.create(node, data if request_node == "preferred election" else b"", makepath=True)
-    h.admin.create(f"{node}/stray", b"")
+    stray = node
+    for _ in range(depth):  # a chain past Python's recursion limit, too
+        stray += "/stray"
+        h.admin.create(stray, b"")
     h.start()
     h.drain()
     assert h.controller.is_active and h.controller.event_errors == 0

@@ -100,6 +100,26 @@ def test_credentials_never_appear_in_errors(tmp_path: Path) -> None:
     assert "justapassword" not in str(exc.value)
 
 
+def test_credentials_that_are_not_utf8_are_refused_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    # A Latin-1 file raised a raw UnicodeDecodeError; a non-UTF-8 byte in the environment
+    # (decoded as a surrogate) killed kazoo's connection thread at authentication.
+    latin1 = tmp_path / "zk.creds"
+    latin1.write_bytes("kafka:pässword\n".encode("latin-1"))
+    with pytest.raises(acls.CredentialsError, match="not UTF-8"):
+        acls.zk_security(scheme="digest", credentials_file=latin1)
+    env = {
+        "ZKC_ZOOKEEPER_AUTH_SCHEME": "digest",
+        "ZKC_ZOOKEEPER_AUTH_CREDENTIALS_VALUE": "kafka:p\udce4ssword",
+    }
+    with pytest.raises(ConfigError) as exc:
+        load_config(env=env, flags=REQUIRED)
+    (only,) = exc.value.problems
+    assert only.key == "zookeeper.auth.credentials.value" and "not UTF-8" in only.message
+    assert "ssword" not in str(exc.value)  # the secret is never in an error
+
+
 def test_config_security_settings_and_cross_checks(tmp_path: Path) -> None:
     creds = tmp_path / "zk.creds"
     creds.write_text("kafka:pw\n")
