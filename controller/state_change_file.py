@@ -5,7 +5,7 @@ A buffered text stream loses track of what reached the disk: when a large write 
 unparseable line that swallows a good record. Here every write is a raw ``os.write`` whose
 count is known: bytes not written are kept and written first next time, so the line is
 completed where it was cut. The bytes kept are bounded (``max_pending``); past it whole lines
-are dropped, never the rest of a line already begun.
+are dropped (the newest), never the rest of a line already begun.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ class LineFile:
         self._max_bytes = max_bytes
         self._backups = max(backups, 1)
         self._max_pending = max_pending
-        self._pending = b""  # not yet on disk, oldest first
+        self._pending = bytearray()  # not yet on disk, oldest first
+        self._pending_lines = 0  # newlines in it (kept, not counted, on every failed event)
         self._mid_line = False  # the open file ends inside a line (a short write's head)
         self._fd: int | None = self._open()
 
@@ -55,12 +56,14 @@ class LineFile:
 
     @property
     def pending_lines(self) -> int:
-        return self._pending.count(b"\n")
+        return self._pending_lines
 
     def write(self, text: str) -> None:
         """Append ``text`` after what earlier failures left; raises ``WriteFailed`` when not
         all of it is on disk (the rest is kept for the next call, up to the bound)."""
-        self._pending += text.encode("utf-8")
+        data = text.encode("utf-8")
+        self._pending += data  # in place: cheap while a full disk keeps megabytes pending
+        self._pending_lines += data.count(b"\n")
         if not self._pending:
             return
         try:
@@ -69,30 +72,44 @@ class LineFile:
             self._write_pending(self._fd)
         except OSError as exc:
             lost = self._bound_pending()
-            raise WriteFailed(exc, self.pending_lines, lost) from exc
+            raise WriteFailed(exc, self._pending_lines, lost) from exc
 
-    def _write_pending(self, fd: int) -> None:
-        view = memoryview(self._pending)
+    def _write_pending(self, fd: int, upto: int | None = None) -> None:
+        """Write the first ``upto`` pending bytes (all by default) and forget what was
+        written, also when a write fails part-way (then raises)."""
+        end = len(self._pending) if upto is None else upto
         done = 0
         try:
-            while done < len(view):
-                n = os.write(fd, view[done:])
-                if n <= 0:  # not for a regular file, but a loop must not spin on it
-                    raise OSError(errno.EIO, "write wrote nothing")
-                self._mid_line = view[done + n - 1] != _NEWLINE
-                done += n
+            # Views are released before the bytearray is resized (an export forbids it), also
+            # when a traceback still refers to them.
+            with memoryview(self._pending) as view:
+                while done < end:
+                    with view[done:end] as chunk:
+                        n = os.write(fd, chunk)
+                    if n <= 0:  # not for a regular file, but a loop must not spin on it
+                        raise OSError(errno.EIO, "write wrote nothing")
+                    self._mid_line = view[done + n - 1] != _NEWLINE
+                    done += n
         finally:
-            view.release()
-            self._pending = self._pending[done:]
+            self._drop_front(done)
+
+    def _drop_front(self, n: int) -> None:
+        if n:
+            self._pending_lines -= self._pending.count(b"\n", 0, n)
+            del self._pending[:n]
 
     def _bound_pending(self) -> int:
-        """Drop whole lines past the bound (the rest of a begun line is always kept: it is
-        what makes the file's last line whole again); the number dropped."""
+        """Past the bound, drop the newest whole lines (the oldest are kept, and so is the
+        rest of a begun line: it is what makes the file's last line whole again); the number
+        dropped."""
         if len(self._pending) <= self._max_pending:
             return 0
-        keep = self._pending.index(b"\n") + 1 if self._mid_line else 0
+        keep = self._pending.rfind(b"\n", 0, self._max_pending) + 1
+        if self._mid_line:
+            keep = max(keep, self._pending.index(b"\n") + 1)
         lost = self._pending.count(b"\n", keep)
-        self._pending = self._pending[:keep]
+        del self._pending[keep:]
+        self._pending_lines -= lost
         return lost
 
     def size(self) -> int:
@@ -125,15 +142,15 @@ class LineFile:
 
     def _finish_line(self) -> None:
         """Before leaving a file that ends inside a line: write the rest of that line there,
-        or drop it (a line's tail at the head of the next file would be garbage there)."""
+        or drop it (a line's tail at the head of the next file would be garbage there; the
+        old file then ends torn, which only a disk still full at a reopen or stop can do)."""
         if not (self._mid_line and self._pending and self._fd is not None):
             return
         end = self._pending.index(b"\n") + 1
-        head, rest = self._pending[:end], self._pending[end:]
-        self._pending = head
-        with contextlib.suppress(OSError):
-            self._write_pending(self._fd)
-        self._pending = rest  # whether written or not, the tail does not follow us
+        try:
+            self._write_pending(self._fd, end)
+        except OSError:  # what was not written of that line is still first
+            self._drop_front(self._pending.index(b"\n") + 1)
         self._mid_line = False
 
     def _close_fd(self) -> None:
@@ -148,7 +165,8 @@ class LineFile:
                 with contextlib.suppress(OSError):
                     self._write_pending(self._fd)
         finally:
-            lost = self.pending_lines
-            self._pending = b""
+            lost = self._pending_lines
+            self._pending.clear()
+            self._pending_lines = 0
             self._close_fd()
         return lost

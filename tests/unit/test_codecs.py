@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -220,6 +221,17 @@ class TestEncodeDetails:
         tp = TopicPartition("t", 0)
         data = codecs.encode_preferred_replica_election([tp, tp])
         assert codecs.decode_preferred_replica_election(data) == {tp}
+
+    def test_deep_nesting_with_an_escape_is_malformed_or_read_never_a_recursion_error(
+        self,
+    ) -> None:
+        # The surrogate check ran json.dumps, a few frames deeper than the decoder: nesting
+        # just below the decoder's limit raised RecursionError, which failed the failover.
+        inner = '{"version":2,"entity_path":"topics/t","x":"\\u00e9"}'
+        for depth in range(850, 1000):
+            data = ('{"a":' * depth + inner + "}" * depth).encode()
+            with contextlib.suppress(MalformedZnodeError):
+                codecs.decode_config_change(data, "/p")
 
     def test_an_escaped_surrogate_pair_is_text(self) -> None:
         # A pair (an emoji) is one character, unlike the lone surrogates in MALFORMED below.

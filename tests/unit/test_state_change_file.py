@@ -86,23 +86,46 @@ class ShortWrites:
         return n
 
 
-def test_past_the_bound_whole_lines_are_dropped_and_the_begun_line_is_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("max_pending", "kept"),
+    [(100, 2), (10, 1)],  # 100: the begun line's rest and one more fit; 10: only the rest
+)
+def test_past_the_bound_the_newest_lines_are_dropped_and_the_begun_line_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_pending: int, kept: int
 ) -> None:
     path = tmp_path / "f"
-    f = LineFile(path, max_pending=100)
+    f = LineFile(path, max_pending=max_pending)
     full = ShortWrites(budget=5)
     monkeypatch.setattr("controller.state_change_file.os.write", full)
-    lines = [f"line-{i:03d}-{'x' * 30}\n" for i in range(10)]
+    lines = [f"line-{i:03d}-{'x' * 30}\n" for i in range(10)]  # 40 bytes each
     with pytest.raises(WriteFailed) as failed:
         f.write("".join(lines))
-    # The first line was begun (5 bytes); its rest is kept, the other nine lines dropped.
-    assert (failed.value.pending_lines, failed.value.lost_lines) == (1, 9)
+    # The first line was begun (5 bytes): its rest is always kept, then the oldest lines
+    # that fit; the newest are dropped.
+    assert (failed.value.pending_lines, failed.value.lost_lines) == (kept, 10 - kept)
     assert failed.value.errno == errno.ENOSPC
     full.budget = 10**9  # space is back
     f.write("next\n")
     f.close()
-    assert path.read_text() == lines[0] + "next\n"
+    assert path.read_text() == "".join(lines[:kept]) + "next\n"
+
+
+def test_while_the_disk_stays_full_lines_accumulate_and_are_written_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "f"
+    f = LineFile(path)
+    full = ShortWrites(budget=0)
+    monkeypatch.setattr("controller.state_change_file.os.write", full)
+    for i in range(50):
+        with pytest.raises(WriteFailed) as failed:
+            f.write(f"event {i}\n")
+        assert (failed.value.pending_lines, failed.value.lost_lines) == (i + 1, 0)
+    full.budget = 10**9
+    f.write("after\n")
+    assert f.pending_lines == 0
+    f.close()
+    assert path.read_text().splitlines() == [f"event {i}" for i in range(50)] + ["after"]
 
 
 def test_a_failed_reopen_after_rotation_is_retried_by_the_next_write(

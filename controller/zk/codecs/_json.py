@@ -90,12 +90,22 @@ def load(data: bytes | None, path: str) -> dict[str, Any]:
 def _check_encodable(obj: object, path: str) -> None:
     """JSON's ``\\ud800`` escapes decode to lone surrogates, text no UTF-8 encoder takes: a
     name holding one would fail wherever it is written or sent (kazoo's connection thread
-    died encoding such a path), so the znode is refused here, where it is read."""
-    try:
-        json.dumps(obj, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise MalformedZnodeError(path, f"a lone surrogate escape ({e.object[e.start:e.end]!a})"
-                                  " is not Unicode text") from None  # fmt: skip
+    died encoding such a path), so the znode is refused here, where it is read. Iterative:
+    the decoder accepts nesting close to the recursion limit."""
+    pending = [obj]
+    while pending:
+        value = pending.pop()
+        if type(value) is dict:
+            pending.extend(value)  # the keys
+            pending.extend(value.values())
+        elif type(value) is list:
+            pending.extend(value)
+        elif type(value) is str and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as e:
+                problem = f"a lone surrogate escape ({e.object[e.start : e.end]!a})"
+                raise MalformedZnodeError(path, f"{problem} is not Unicode text") from None
 
 
 def int_field(
