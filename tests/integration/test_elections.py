@@ -219,11 +219,13 @@ def test_malformed_znode_is_consumed_and_the_controller_keeps_serving(
     [
         pytest.param(b'{"partitions": [{"topic": "t", "partition": 0}]}', id="no-version"),
         pytest.param(zk_request(("t", 0), ("t", 0)), id="duplicates"),
+        pytest.param(zk_request(("a/b", 0), ("t", -1), ("t", 0)), id="impossible-names"),
     ],
 )
 def test_znode_content_kafka_accepts_is_elected(cluster: Cluster, data: bytes) -> None:
     # Kafka's decoder reads only "partitions", as a set: a file written by hand for the old
-    # election tool (no version) or naming a partition twice is a valid request.
+    # election tool (no version), naming a partition twice, or naming partitions no cluster
+    # can have (skipped as unknown) is a valid request for the rest.
     seed(cluster, "t", {0: ([1, 2], 2, [1, 2])})
     start(cluster, brokers=(1, 2), **NO_AUTO_REBALANCE)
     request_zk_election(cluster, data)

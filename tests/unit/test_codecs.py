@@ -222,6 +222,19 @@ class TestEncodeDetails:
         data = codecs.encode_preferred_replica_election([tp, tp])
         assert codecs.decode_preferred_replica_election(data) == {tp}
 
+    def test_preferred_election_keeps_entries_that_name_no_partition_of_any_cluster(
+        self,
+    ) -> None:
+        # Kafka's decoder takes any string and int; the controller skips them as unknown
+        # and elects the rest (refusing the whole znode elected nothing).
+        data = (
+            b'{"version":1,"partitions":[{"topic":"a/b","partition":0},'
+            b'{"topic":"t","partition":-1},{"topic":"t","partition":0}]}'
+        )
+        assert codecs.decode_preferred_replica_election(data) == {
+            TopicPartition("a/b", 0), TopicPartition("t", -1), TopicPartition("t", 0)
+        }  # fmt: skip
+
     def test_deep_nesting_with_an_escape_is_malformed_or_read_never_a_recursion_error(
         self,
     ) -> None:
@@ -888,9 +901,9 @@ MALFORMED: list[tuple[str, Decoder, bytes | None, str, str]] = [
     ),
     # /admin/preferred_replica_election
     (
-        "preferred illegal topic",
+        "preferred topic not a string",
         codecs.decode_preferred_replica_election,
-        b'{"version":1,"partitions":[{"topic":"a/b","partition":0}]}',
+        b'{"version":1,"partitions":[{"topic":7,"partition":0}]}',
         paths.PREFERRED_REPLICA_ELECTION,
         "'partitions[0].topic'",
     ),

@@ -14,6 +14,7 @@ from controller.core.model import TopicPartition
 from controller.zk import paths
 from controller.zk.codecs._json import (
     MISSING,
+    bad,
     broker_ids,
     dumps,
     fail,
@@ -99,13 +100,10 @@ def decode_reassignment(
     return request.targets
 
 
-def _partition_set(
-    data: bytes | None, path: str, *, check_version: bool = True
-) -> set[TopicPartition]:
+def _partition_set(data: bytes | None, path: str) -> set[TopicPartition]:
     """The partitions listed; duplicates are merged (the content is a set, as Kafka's)."""
     obj = load(data, path)
-    if check_version:
-        version_field(obj, path, (1,))
+    version_field(obj, path, (1,))
     return {
         topic_partition(entry, path, f"partitions[{i}]")
         for i, entry in enumerate(typed_field(obj, "partitions", path, list))
@@ -120,9 +118,19 @@ def decode_preferred_replica_election(
     data: bytes | None, path: str = paths.PREFERRED_REPLICA_ELECTION
 ) -> set[TopicPartition]:
     """As Kafka's ``PreferredReplicaElectionZNode.decode``: only ``partitions`` is read (no
-    version is required, as in the old election tool's files written by hand) and a partition
-    listed twice is elected once."""
-    return _partition_set(data, path, check_version=False)
+    version is required, as in the old election tool's files written by hand), a partition
+    listed twice is elected once, and an entry whose topic cannot be a znode name or whose
+    partition is negative is kept: it names no partition of the cluster, so the controller
+    skips it as unknown (the other partitions are still elected, as Kafka does)."""
+    obj = load(data, path)
+    out: set[TopicPartition] = set()
+    for i, entry in enumerate(typed_field(obj, "partitions", path, list)):
+        where = f"partitions[{i}]"
+        if type(entry) is not dict:
+            bad(path, where, 'an object {"topic":..,"partition":..}', entry)
+        topic = typed_field(entry, "topic", path, str, f"{where}.")
+        out.add(TopicPartition(topic, int_field(entry, "partition", path, prefix=f"{where}.")))
+    return out
 
 
 # --- /isr_change_notification/*, /log_dir_event_notification/* ---
