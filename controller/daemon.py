@@ -51,7 +51,7 @@ from controller.rpc.service import ControllerServicer
 from controller.security import authz
 from controller.security.acls import zk_security_from_config
 from controller.security.tls import ClientTls, client_tls, server_tls
-from controller.signals import SignalInbox
+from controller.signals import Interrupted, SignalInbox
 from controller.state_change_log import StateChangeLog
 from controller.zk import paths
 from controller.zk.chroot import create_chroot_if_necessary
@@ -315,7 +315,16 @@ class ControllerDaemon:
         """Run until SIGTERM/SIGINT; SIGHUP reloads (see the module docstring)."""
         inbox = SignalInbox((signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
         try:
-            self.start()
+            # A stop requested while starting abandons the start: a ZooKeeper that vanished
+            # mid-start (the local stack killed outright) made kazoo retry for ever, and the
+            # process outlived everything around it.
+            with inbox.interrupting((signal.SIGTERM, signal.SIGINT)):
+                self.start()
+        except Interrupted as stop:
+            log.info("stop requested while starting; abandoning the start", signal=str(stop))
+            self.abort_start()
+            inbox.restore()
+            return
         except Exception as exc:
             inbox.restore()
             log.error("the controller could not start", error=str(exc) or type(exc).__name__)

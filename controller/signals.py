@@ -11,10 +11,11 @@ handler only records the signal, and the main thread waits in short sleeps.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -22,17 +23,45 @@ from typing import Any
 POLL_S = 0.2
 
 
+class Interrupted(Exception):
+    """Raised in the main thread by a stop signal that arrives inside ``interrupting()``."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
 class SignalInbox:
     """Records ``signals`` while installed; ``wait`` returns the next one."""
 
     def __init__(self, signals: Iterable[int]) -> None:
         self._received: deque[int] = deque()
+        self._interrupting: frozenset[int] = frozenset()
         self._previous: dict[int, Any] = {
             sig: signal.signal(sig, self._record) for sig in signals
         }
 
     def _record(self, signum: int, frame: FrameType | None) -> None:
         self._received.append(signum)  # no lock taken: see the module docstring
+        if signum in self._interrupting:
+            self._interrupting = frozenset()  # once: the abort that follows must run
+            raise Interrupted(signum)
+
+    @contextlib.contextmanager
+    def interrupting(self, signals: Iterable[int]) -> Iterator[None]:
+        """Within the block, one of ``signals`` raises ``Interrupted`` in the main thread
+        (as SIGINT raises KeyboardInterrupt) instead of waiting to be read: for work that can
+        block for ever, e.g. a start whose ZooKeeper vanished (kazoo then retries for ever).
+        One received before the block raises at its start."""
+        wanted = frozenset(signals)
+        early = next((s for s in self._received if s in wanted), None)
+        if early is not None:
+            raise Interrupted(early)
+        self._interrupting = wanted
+        try:
+            yield
+        finally:
+            self._interrupting = frozenset()
 
     def wait(self, timeout: float | None = None) -> int | None:
         """The next signal received, waiting up to ``timeout`` seconds (None: for ever);

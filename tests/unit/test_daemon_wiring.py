@@ -153,3 +153,47 @@ def test_signals_during_stop_do_not_kill_the_graceful_stop() -> None:
     out, err = child.communicate(timeout=30)
     assert child.returncode == 0, err
     assert out.split() == ["stopped", "returned"]
+
+
+_STOP_DURING_START_CHILD = """
+import threading, time
+from controller.daemon import ControllerDaemon
+
+class Stub:
+    def start(self):
+        print("starting", flush=True)
+        never = threading.Event()
+        while True:  # a start blocked for ever (kazoo retrying a vanished ZooKeeper)
+            never.wait(0.1)
+
+    def abort_start(self):
+        print("aborted", flush=True)
+
+    def stop(self):
+        print("stop called", flush=True)
+
+ControllerDaemon.run_forever(Stub())
+print("returned", flush=True)
+"""
+
+
+def test_a_stop_signal_during_a_blocked_start_abandons_it() -> None:
+    """SIGTERM while start() blocks (the local stack killed outright took its ZooKeeper with
+    it mid-start): the start is abandoned and the process exits, instead of outliving
+    everything around it."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _STOP_DURING_START_CHILD],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "starting"
+    time.sleep(0.2)
+    child.send_signal(signal.SIGTERM)
+    try:
+        out, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+    assert child.returncode == 0, err
+    steps = [line for line in out.splitlines() if line in ("aborted", "stop called", "returned")]
+    assert steps == ["aborted", "returned"]
+    assert "stop requested while starting" in out
