@@ -116,6 +116,23 @@ def test_a_re_election_within_one_event_does_not_pin_the_previous_terms_garbage(
         h.close()
 
 
+def _sigterm_child(script: str, *, once: str) -> tuple[int, str, str]:
+    """Run ``script`` in a child Python, SIGTERM it once it printed ``once``; its exit code,
+    stdout (after that line) and stderr."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == once
+        time.sleep(0.2)
+        child.send_signal(signal.SIGTERM)
+        out, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+    return child.returncode, out, err
+
+
 _SIGNALS_DURING_STOP_CHILD = """
 import os, signal, time
 from controller.daemon import ControllerDaemon
@@ -142,16 +159,8 @@ def test_signals_during_stop_do_not_kill_the_graceful_stop() -> None:
     """The JVM ignores SIGTERM/SIGHUP while its shutdown hooks run: ours keeps recording them
     until stop() is done (the default action used to kill the process mid-stop, leaving
     /controller to the session timeout)."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", _SIGNALS_DURING_STOP_CHILD],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert child.stdout is not None
-    assert child.stdout.readline().strip() == "started"
-    time.sleep(0.2)
-    child.send_signal(signal.SIGTERM)
-    out, err = child.communicate(timeout=30)
-    assert child.returncode == 0, err
+    returncode, out, err = _sigterm_child(_SIGNALS_DURING_STOP_CHILD, once="started")
+    assert returncode == 0, err
     assert out.split() == ["stopped", "returned"]
 
 
@@ -181,19 +190,8 @@ def test_a_stop_signal_during_a_blocked_start_abandons_it() -> None:
     """SIGTERM while start() blocks (the local stack killed outright took its ZooKeeper with
     it mid-start): the start is abandoned and the process exits, instead of outliving
     everything around it."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", _STOP_DURING_START_CHILD],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert child.stdout is not None
-    assert child.stdout.readline().strip() == "starting"
-    time.sleep(0.2)
-    child.send_signal(signal.SIGTERM)
-    try:
-        out, err = child.communicate(timeout=30)
-    finally:
-        child.kill()
-    assert child.returncode == 0, err
+    returncode, out, err = _sigterm_child(_STOP_DURING_START_CHILD, once="starting")
+    assert returncode == 0, err
     steps = [line for line in out.splitlines() if line in ("aborted", "stop called", "returned")]
     assert steps == ["aborted", "returned"]
     assert "stop requested while starting" in out
