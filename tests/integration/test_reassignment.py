@@ -274,7 +274,7 @@ def test_zk_request_entries_that_cannot_start_are_removed_and_the_rest_proceeds(
     "content",
     [
         b"{not json",
-        b'{"version":2,"partitions":[]}',
+        b'{"version":"v2","partitions":[]}',
         b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[2],"x":1}]}',
     ],
     ids=["not-json", "bad-version", "unknown-field"],

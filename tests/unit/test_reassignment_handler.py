@@ -324,6 +324,17 @@ def test_a_malformed_zk_request_is_ignored_and_left_in_place(h6: ControllerHarne
     assert rs_ar_rr(h) == ([4, 2, 3, 1], [4], [1])
 
 
+@pytest.mark.parametrize("version", ["", '"version":2,', '"version":"1",'])
+def test_a_hand_written_request_kafka_acts_on_is_acted_on(
+    h6: ControllerHarness, version: str
+) -> None:
+    # Kafka's mapper never checks the version: a request written by hand without it runs.
+    request = f'{{{version}"partitions":[{{"topic":"t","partition":0,"replicas":[4,2,3]}}]}}'
+    h6.admin.create(paths.REASSIGN_PARTITIONS, request.encode(), makepath=True)
+    h6.drain()
+    assert rs_ar_rr(h6) == ([4, 2, 3, 1], [4], [1])
+
+
 def test_an_invalid_entry_fails_its_partition_only_and_is_removed(h6: ControllerHarness) -> None:
     h = h6
     h.create_topic("u", {0: [1], 1: [1]}, in_context=False)

@@ -7,12 +7,15 @@ and ``/config/changes/config_change_N``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from controller.core.model import TopicPartition
 from controller.zk import paths
 from controller.zk.codecs._json import (
+    INT32_MAX,
+    INT32_MIN,
     MISSING,
     bad,
     broker_ids,
@@ -28,6 +31,7 @@ from controller.zk.codecs._json import (
 from controller.zk.errors import MalformedZnodeError
 
 LOG_DIR_FAILURE_EVENT = 1
+_INT_TEXT = re.compile(r"-?[0-9]+")
 
 
 # --- /admin/reassign_partitions and /admin/preferred_replica_election ---
@@ -59,15 +63,16 @@ def decode_reassignment_request(
 ) -> ReassignmentRequest:
     """The request as the controller acts on it.
 
-    What Kafka's strict mapper refuses (invalid JSON, an unknown version or field, an entry
-    that names no partition) refuses the whole znode: MalformedZnodeError. A partition's bad
-    target (not a list of distinct broker ids, empty) or a partition listed twice only makes
-    that partition invalid, so that the other partitions are still reassigned.
+    What Kafka's strict mapper refuses (invalid JSON, an unknown field, a version that is no
+    integer, an entry that names no partition) refuses the whole znode: MalformedZnodeError.
+    A partition's bad target (not a list of distinct broker ids, empty) or a partition listed
+    twice only makes that partition invalid, so that the other partitions are still
+    reassigned.
     """
     obj = load(data, path)
     if not _REASSIGN_KEYS.issuperset(obj):
         raise MalformedZnodeError(path, f"unknown field(s) {sorted(set(obj) - _REASSIGN_KEYS)}")
-    version_field(obj, path, (1,))
+    _ignored_version(obj, path)
     targets: dict[TopicPartition, tuple[int, ...]] = {}
     invalid: dict[TopicPartition, MalformedZnodeError] = {}
     for i, entry in enumerate(typed_field(obj, "partitions", path, list)):
@@ -87,6 +92,18 @@ def decode_reassignment_request(
         except MalformedZnodeError as exc:
             invalid[tp] = exc
     return ReassignmentRequest(targets, invalid)
+
+
+def _ignored_version(obj: dict[str, object], path: str) -> None:
+    """Kafka's mapper binds ``version`` to an Int it never checks: missing is 0, any integer
+    or decimal string is taken (Jackson coerces ``"1"``), so a hand-written request without
+    it is still acted on. Only what the mapper cannot bind refuses the znode."""
+    v = obj.get("version", MISSING)
+    if v is MISSING or (type(v) is int and INT32_MIN <= v <= INT32_MAX):
+        return
+    if type(v) is str and _INT_TEXT.fullmatch(v) and INT32_MIN <= int(v) <= INT32_MAX:
+        return
+    bad(path, "version", "an integer (Kafka reads it but does not check it)", v)
 
 
 def decode_reassignment(
