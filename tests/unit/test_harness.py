@@ -129,6 +129,23 @@ def test_a_brokers_new_endpoint_and_rack_reach_every_broker_and_the_channel(
     assert h.channel.requests(kind=RequestKind.LEADER_AND_ISR) == []
 
 
+def test_a_rack_only_change_is_sent_at_once(h: ControllerHarness) -> None:
+    """A deliberate difference from Kafka (operations.md): its processBrokerModification
+    ignores a changed rack until the next metadata change; here every broker gets it now."""
+    for broker in (1, 2):
+        h.register_broker(broker)
+    h.start()
+    h.channel.clear()
+    same = h.ctx.live_or_shutting_down_broker(2)
+    assert same is not None
+    registration = codecs.BrokerRegistration(2, same.endpoints, "rack-z")
+    h.broker_sessions[2].set(paths.broker_path(2), codecs.encode_broker_registration(registration))
+    h.drain()
+    for recipient in (1, 2):
+        [update] = h.channel.requests(recipient, RequestKind.UPDATE_METADATA)
+        assert {b.id: b.rack for b in update.request.message.live_brokers}[2] == "rack-z"
+
+
 def test_an_unchanged_registration_rewrite_sends_nothing(h: ControllerHarness) -> None:
     for broker in (1, 2):
         h.register_broker(broker)
