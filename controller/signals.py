@@ -23,8 +23,10 @@ from typing import Any
 POLL_S = 0.2
 
 
-class Interrupted(Exception):
-    """Raised in the main thread by a stop signal that arrives inside ``interrupting()``."""
+class Interrupted(BaseException):
+    """Raised in the main thread by a stop signal that arrives inside ``interrupting()``.
+    A BaseException, as KeyboardInterrupt is: the start's own ``except Exception`` handlers
+    (e.g. around advertising the endpoint) must not swallow it and carry on starting."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
