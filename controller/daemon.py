@@ -36,7 +36,7 @@ from controller.config import (
     changed_settings,
 )
 from controller.core.controller import Controller
-from controller.core.events import Resign
+from controller.core.events import Resign, ResignPreempted
 from controller.http_server import ControllerHttpServer, Readiness, start_http_server
 from controller.logs import configure_logging, set_level
 from controller.metrics import ControllerMetrics
@@ -276,6 +276,9 @@ class ControllerDaemon:
         try:
             resign.done.result(resign_timeout)
             resigned = True
+        except ResignPreempted:
+            resigned = False
+            log.warning("resignation dropped: the ZooKeeper session expired before it ran")
         except Exception:
             resigned = False
             log.warning("resignation did not finish in time", timeout_s=resign_timeout)

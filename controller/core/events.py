@@ -86,6 +86,10 @@ class ShutdownEventThread(ControllerEvent):
     state: ClassVar[ControllerState] = ControllerState.ControllerShutdown
 
 
+class ResignPreempted(Exception):
+    """A ``Resign`` dropped unprocessed: a session expiry cleared the queue before it ran."""
+
+
 @dataclass(eq=False)
 class Resign(ControllerEvent):
     """Graceful stop: resign and delete our own ``/controller`` (SIGTERM)."""
@@ -94,8 +98,9 @@ class Resign(ControllerEvent):
     done: Future[None] = field(default_factory=Future, kw_only=True)
 
     def preempt(self) -> None:
+        # Not a result: the stop must not take a resignation that never ran as done.
         if not self.done.done():
-            self.done.set_result(None)
+            self.done.set_exception(ResignPreempted())
 
 
 # -- brokers and topics ----------------------------------------------------------------------

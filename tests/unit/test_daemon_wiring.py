@@ -15,6 +15,7 @@ import pytest
 
 from controller import daemon as daemon_module
 from controller.config import load_config
+from controller.core.events import Resign, ResignPreempted
 from controller.daemon import ControllerDaemon
 from controller.zk import paths
 from tests.harness import ControllerHarness
@@ -203,3 +204,45 @@ def test_a_stop_signal_during_a_blocked_start_abandons_it() -> None:
     ]
     assert steps == ["aborted", "returned"]
     assert "stop requested while starting" in out
+
+
+def test_a_resign_dropped_by_a_session_expiry_is_not_taken_as_done() -> None:
+    """The session expires while stop()'s Resign waits behind a long event: the expiry's
+    clear_and_put drops it unprocessed, and stop() must not read that as resigned (it would
+    skip closing the session and give the busy event thread 30 s instead of 5)."""
+    h = ControllerHarness(controller_id=1)
+    h.register_broker(1)
+    h.start()
+    resign = Resign()
+    h.controller.events.clear_and_put(resign)
+    h.zk.expire(h.port.inner, reconnect=True)
+    with pytest.raises(ResignPreempted):
+        resign.done.result(0)
+
+
+class _PreemptingControllerStub:
+    """stop()'s view of the controller when a session expiry drops its Resign."""
+
+    def __init__(self) -> None:
+        self.calls: list[object] = []
+        self.events = self
+
+    def clear_and_put(self, event: Resign) -> None:
+        event.preempt()
+
+    def mark_stopping(self) -> None:
+        self.calls.append("mark_stopping")
+
+    def shutdown(self, event_thread_timeout: float) -> None:
+        self.calls.append(("shutdown", event_thread_timeout))
+
+
+def test_stop_treats_a_dropped_resign_as_not_resigned(tmp_path: Path) -> None:
+    daemon = daemon_with(tmp_path)
+    stub = _PreemptingControllerStub()
+    closed: list[str] = []
+    daemon.controller = stub  # type: ignore[assignment]
+    daemon._close_session = lambda: closed.append("closed")  # type: ignore[method-assign]
+    daemon.stop(resign_timeout=5.0)
+    assert stub.calls == ["mark_stopping", ("shutdown", 5.0)]
+    assert closed == ["closed", "closed"]  # at once for the standby, and again at the end
