@@ -82,9 +82,12 @@ class ControllerElection:
         """Kafka only resigns here. But the watch that fired is re-armed only now: a node
         created (or changed) and deleted before that left no deletion to notify, and Kafka
         then waits with no controller until something else happens. Finding the node gone,
-        run for election as the deletion's Reelect would have."""
+        run for election as the deletion's Reelect would have. Finding it ours while not
+        set up (a failed failover whose move could not delete it), take charge at once:
+        waiting for the retry would answer brokers from an empty context meanwhile."""
         self.maybe_resign()
-        if self.ctl.active_controller_id == -1:
+        ctl = self.ctl
+        if ctl.active_controller_id == -1 or (ctl.is_active and ctl.context.epoch == 0):
             self.elect()
 
     def process_reelect(self) -> None:

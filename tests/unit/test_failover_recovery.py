@@ -50,6 +50,30 @@ def test_a_failover_whose_controller_move_also_fails_is_retried(
     assert state is not None and state.leader_and_isr.leader == 1
 
 
+def test_our_own_controller_change_after_a_failed_move_takes_charge_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As above, but the ControllerChange queued by our own creation of /controller runs
+    # before the retry: it finds /controller ours and must resume, not leave the controller
+    # "active" with an empty context (answering brokers against it) until the retry.
+    monkeypatch.setattr(failover, "ELECTION_RETRY_BACKOFF_S", 600.0)
+    h = ControllerHarness(controller_id=1)
+    h.register_broker(1)
+    h.register_broker(2)
+    h.create_topic("t", {0: [1, 2]}, in_context=False)
+    loss = ConnectionLossError("no reply")
+    h.port.before(
+        "get_children",
+        lambda: h.port.fail("get", loss, when=lambda path, *a: path == paths.CONTROLLER),
+        when=lambda path, *a: path == paths.BROKERS_TOPICS,
+    )
+    h.port.fail("get_children", loss, when=lambda path, *a: path == paths.BROKERS_TOPICS)
+    h.tolerate_event_errors = True
+    h.start()
+    assert h.controller.is_active and h.ctx.epoch == 1
+    assert h.ctx.all_topics == {"t"} and h.ctx.live_broker_ids() == {1, 2}
+
+
 def test_a_suspended_connection_does_not_make_our_controller_node_foreign() -> None:
     # /controller's owner is compared with our session id; the session lives on while the
     # connection is down, so a drop right after reading the owner must not read as "another
