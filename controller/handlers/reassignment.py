@@ -524,14 +524,22 @@ class PartitionReassignments:
         ctx.partitions_being_reassigned.discard(tp)
 
     def _maybe_remove_from_zk_reassignment(
-        self, should_remove: Callable[[TopicPartition, Sequence[int]], bool]
+        self,
+        should_remove: Callable[[TopicPartition, Sequence[int]], bool],
+        *,
+        only_if_any: bool = False,
     ) -> None:
+        """Kafka's maybeRemoveFromZkReassignment; ``only_if_any``: leave the znode alone
+        unless an entry is to be removed (not Kafka's: for our own cleanup after a topic
+        deletion, which must not delete a request it does not concern)."""
         gateway = self.ctl.gateway
         if not gateway.reassign_partitions_in_progress():
             return
         request = gateway.get_partition_reassignment_request()
         current = request.targets
         remaining = {tp: r for tp, r in current.items() if not should_remove(tp, r)}
+        if only_if_any and len(remaining) == len(current):
+            return
         # Invalid entries go with any rewrite: they were reported when the request was read.
         removed = sorted((set(current) - set(remaining)) | set(request.invalid))
         epoch_zk_version = self.ctl.context.epoch_zk_version
@@ -572,7 +580,9 @@ class PartitionReassignments:
         for tp in [tp for tp in ctx.partitions_being_reassigned if tp.topic == topic]:
             self._unwatch_isr(tp)
         try:
-            self._maybe_remove_from_zk_reassignment(lambda tp, _: tp.topic == topic)
+            self._maybe_remove_from_zk_reassignment(
+                lambda tp, _: tp.topic == topic, only_if_any=True
+            )
         except StateChangeFailedError as exc:
             log.warning(
                 "could not remove a deleted topic from the reassignment request",

@@ -324,6 +324,30 @@ def test_a_malformed_zk_request_is_ignored_and_left_in_place(h6: ControllerHarne
     assert rs_ar_rr(h) == ([4, 2, 3, 1], [4], [1])
 
 
+@pytest.mark.parametrize(
+    "request_data",
+    [b'{"version":1,"partitions":[{"topic":', b'{"version":1,"partitions":[]}'],
+    ids=["malformed", "empty"],
+)
+def test_a_request_naming_no_deleted_topic_outlives_that_deletion(
+    h6: ControllerHarness, request_data: bytes
+) -> None:
+    # Only the deleted topic's entries leave the request: one that names none (here, one
+    # the operator is still looking at) stays, as Kafka's deletion never touches it.
+    h6.create_topic("u", {0: [1]}, in_context=False)
+    h6.drain()
+    h6.admin.create(paths.REASSIGN_PARTITIONS, request_data, makepath=True)
+    h6.drain()
+    h6.admin.create(paths.delete_topic_path("u"), b"", makepath=True)
+    h6.drain()
+    for broker in (1, 2, 3):
+        for request in h6.channel.requests(broker, SR):
+            request.respond()
+    h6.drain()
+    assert h6.read(paths.topic_path("u")) is None  # the deletion completed
+    assert h6.read(paths.REASSIGN_PARTITIONS) == request_data
+
+
 @pytest.mark.parametrize("version", ["", '"version":2,', '"version":"1",'])
 def test_a_hand_written_request_kafka_acts_on_is_acted_on(
     h6: ControllerHarness, version: str
