@@ -213,7 +213,7 @@ class _LiveGauges(Collector):
         self._owner = owner
 
     def describe(self) -> Iterable[Metric]:
-        return self._families({}, None, None)
+        return self._families({}, None, self._owner.controller_id)
 
     def collect(self) -> Iterable[Metric]:
         owner = self._owner
