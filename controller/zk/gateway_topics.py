@@ -47,14 +47,18 @@ class TopicZnodes:
 
         Data watches are armed for topics with a registered handler (PartitionModifications),
         as Kafka's read does, by the port's watched batch read: a write landing after the read
-        is always notified. Malformed topic znodes are logged and left out.
+        is always notified. Malformed topic znodes, and those the session may not read (Kafka's
+        read throws on any error but NoNode), are logged and left out.
         """
         topic_list = list(topics)
         results = self._get_many_watching([paths.topic_path(t) for t in topic_list])
         out: dict[str, TopicAssignment] = {}
         for topic, res in zip(topic_list, results, strict=True):
-            if not res.ok:
+            if isinstance(res.error, NoNodeError):
                 out[topic] = TopicAssignment(topic, None, {})
+                continue
+            if res.error is not None:
+                log.error("cannot read topic znode", path=res.path, error=str(res.error))
                 continue
             try:
                 out[topic] = codecs.decode_topic_assignment(topic, res.data, res.path)

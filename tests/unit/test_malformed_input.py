@@ -22,6 +22,8 @@ from structlog.testing import capture_logs
 from controller.core.events import Reelect
 from controller.core.model import TopicPartition
 from controller.zk import paths
+from controller.zk.errors import NoAuthError
+from controller.zk.port import ReadResult
 from tests.harness import ControllerHarness
 from tests.harness.malformed import (
     CONTROLLER_ID,
@@ -288,6 +290,35 @@ def test_a_malformed_new_topic_is_skipped_and_the_others_are_created(
     h.drain()
     repaired = h.zk_state(TopicPartition("bad", 0))
     assert repaired is not None and repaired.leader_and_isr.leader == 1
+    still_serving(h, before)
+
+
+def test_a_new_topic_the_session_may_not_read_is_logged_and_the_others_are_created(
+    h: ControllerHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A topic znode whose ACL refuses the controller (Kafka's read throws, failing the whole
+    TopicChange): named in an error, left out; the topics created with it come online."""
+    locked = paths.topic_path("locked")
+    inner = h.port.inner
+
+    def refusing(read: Any) -> Any:
+        def reads(paths_: list[str], *watch: Any) -> list[ReadResult]:
+            results = read(paths_, *watch)
+            return [ReadResult(r.path, error=NoAuthError(r.path)) if r.path == locked else r
+                    for r in results]  # fmt: skip
+        return reads
+
+    monkeypatch.setattr(inner, "get_many", refusing(inner.get_many))
+    monkeypatch.setattr(inner, "get_many_watched", refusing(inner.get_many_watched))
+    before = snapshot(h)
+    with capture_logs() as logs:
+        h.admin.create(locked, topic_doc())
+        h.create_topic("good", {0: [2, 3]}, in_context=False)
+        h.drain()
+    (logged,) = errors(logs, locked)
+    assert logged["event"] == "cannot read topic znode"
+    assert h.zk_state(TopicPartition("locked", 0)) is None
+    assert h.zk_state(TopicPartition("good", 0)) is not None
     still_serving(h, before)
 
 
