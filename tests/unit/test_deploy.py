@@ -60,7 +60,7 @@ def test_promtool_checks_the_config_and_the_rules_it_loads() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     # rule_files is relative to the config, so the rules are checked as part of it.
     assert "1 rule files found" in result.stdout + result.stderr
-    assert "12 rules found" in result.stdout + result.stderr
+    assert "13 rules found" in result.stdout + result.stderr
 
 
 def test_promtool_checks_the_rules() -> None:
@@ -91,6 +91,7 @@ def test_the_alerts_an_operator_needs_exist() -> None:
         "ZkControllerPreferredReplicaImbalance": (
             "kafka_controller_preferred_replica_imbalance_count", "30m"),
         "ZkControllerEventQueueTimeHigh": ("kafka_controller_event_queue_time_seconds", "10m"),
+        "ZkControllerEventThreadStalled": ("kafka_controller_event_queue_size", "5m"),
         "ZkControllerZooKeeperSessionExpired": (
             "kafka_controller_zookeeper_session_expirations_total", None),
         "ZkControllerFrequentFailovers": ("kafka_controller_failovers_total", None),
