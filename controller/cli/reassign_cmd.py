@@ -391,7 +391,9 @@ def verify_command(args: argparse.Namespace) -> int:
                   file=sys.stderr)  # fmt: skip
             if clear:
                 _clear_throttles(port, plan)
-        waiting = sorted(set(pending) & set(plan), key=plans.tp_key)
+        # A ZooKeeper request stays in the znode until it completes: only what the controller
+        # does not report as moving has not started.
+        waiting = sorted((set(pending) & set(plan)) - set(everywhere), key=plans.tp_key)
         if waiting and not args.json:
             print(f"Submitted through ZooKeeper, not started yet: {_partition_list(waiting)}",
                   file=sys.stderr)  # fmt: skip

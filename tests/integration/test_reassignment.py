@@ -597,6 +597,10 @@ def test_cli_execute_via_zookeeper_and_cancel(cluster: Cluster, tmp_path: Path):
     done = cli("reassign", "execute", "--reassignment-json-file", plan, "--via-zookeeper", zk=zk)
     assert done.returncode == 0, done.stderr
     wait_topic(cluster, partitions={"0": [3, 2, 1]}, adding_replicas={"0": [3]})
+    # Started, though still listed in the znode until it completes (Kafka's rule).
+    verified = cli("reassign", "verify", "--reassignment-json-file", plan, zk=zk)
+    assert "Reassignment of partition t-0 is still in progress." in verified.stdout
+    assert "not started yet" not in verified.stderr
     # A second submission while one is in progress is refused without --additional.
     again = cli("reassign", "execute", "--reassignment-json-file", plan, zk=zk)
     assert again.returncode == 1
