@@ -98,7 +98,11 @@ def _partitions_of(port: ZkPort, topic: str) -> list[int]:
         data, _ = port.get(path)
     except NoNodeError:
         raise AdminError(f"topic '{topic}' does not exist") from None
-    return sorted(codecs.decode_topic_assignment(topic, data, path).partitions)
+    partitions = sorted(codecs.decode_topic_assignment(topic, data, path).partitions)
+    if not partitions:
+        # Never sent empty: the controller reads an empty list as every partition.
+        raise AdminError(f"topic '{topic}' has no partitions")
+    return partitions
 
 
 def partitions_from_json_file(path: str) -> list[tuple[str, int]]:

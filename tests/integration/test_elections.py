@@ -470,6 +470,12 @@ def test_cli_errors_are_one_line(cluster: Cluster) -> None:
     done = run_cli(cluster, "--type", "preferred", "--topic", "missing")
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == "zk-controller: error: topic 'missing' does not exist\n"
+    # A topic znode without partitions (written by another tool): an empty request would mean
+    # every partition of the cluster, so nothing is sent.
+    cluster.zk.create(paths.topic_path("empty"), b'{"version":3,"partitions":{}}')
+    done = run_cli(cluster, "--type", "unclean", "--topic", "empty")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == "zk-controller: error: topic 'empty' has no partitions\n"
     done = run_cli(cluster, "--type", "unclean", "--all", "--partition", "0")
     assert done.stderr == "zk-controller: error: --partition needs --topic\n"
 
