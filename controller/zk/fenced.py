@@ -5,6 +5,9 @@ Every controller write goes into a ``multi`` whose first op is
 multi (the check costs one op per batch, not per write) and several multis are pipelined.
 A multi is all-or-nothing, so when one item's op fails, that item gets its error and the rest
 of its batch is retried without it (split-and-retry), matching Kafka's per-request results.
+ZooKeeper names only the first failing op of a multi, so the rest is retried in two halves,
+each packed on its own: when every item fails (a resent multi meeting its own committed
+writes after a lost reply), the rounds grow with log2 of the batch, not with its size.
 
 A failed check raises ``ControllerMovedError``: another controller has bumped the epoch.
 """
@@ -62,15 +65,20 @@ class FencedWriter:
         ``ZkError`` of the op that failed (its other ops were not applied).
         """
         results: dict[K, list[OpResult] | ZkError] = {}
-        pending = [(key, list(ops)) for key, ops in items.items() if ops]
-        while pending:
-            batches = self._pack(pending)
+        # Groups of items, each packed into multis of its own (the halves of a failed batch).
+        groups = [[(key, list(ops)) for key, ops in items.items() if ops]]
+        while groups:
+            batches = [batch for group in groups if group for batch in self._pack(group)]
+            if not batches:
+                break
             outcomes = self._port.multi_many(
                 [self._with_check(batch, epoch_zk_version) for batch in batches]
             )
-            pending = []
+            groups = []
             for batch, outcome in zip(batches, outcomes, strict=True):
-                pending.extend(self._settle(batch, outcome, results))
+                retry = self._settle(batch, outcome, results)
+                half = (len(retry) + 1) // 2
+                groups.extend((retry[:half], retry[half:]))
         return results
 
     def run_one(self, ops: Sequence[Op], epoch_zk_version: int) -> list[OpResult] | ZkError:
