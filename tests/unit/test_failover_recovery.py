@@ -23,13 +23,9 @@ def _wait_for_reelect(h: ControllerHarness, timeout: float = 5.0) -> None:
         time.sleep(0.01)
 
 
-def test_a_failover_whose_controller_move_also_fails_is_retried(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The failover fails, and so does triggerControllerMove's read of /controller: the
-    # controller must still resign in memory and retry, not stay "active" with an empty
-    # context while holding /controller (no standby could ever take over).
-    monkeypatch.setattr(failover, "ELECTION_RETRY_BACKOFF_S", 0.05)
+def _failover_failing_with_its_move() -> ControllerHarness:
+    """Two brokers and topic t; the failover's read of /brokers/topics fails, and so does
+    triggerControllerMove's read of /controller that follows it."""
     h = ControllerHarness(controller_id=1)
     h.register_broker(1)
     h.register_broker(2)
@@ -41,6 +37,17 @@ def test_a_failover_whose_controller_move_also_fails_is_retried(
         when=lambda path, *a: path == paths.BROKERS_TOPICS,
     )
     h.port.fail("get_children", loss, when=lambda path, *a: path == paths.BROKERS_TOPICS)
+    return h
+
+
+def test_a_failover_whose_controller_move_also_fails_is_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The failover fails, and so does triggerControllerMove's read of /controller: the
+    # controller must still resign in memory and retry, not stay "active" with an empty
+    # context while holding /controller (no standby could ever take over).
+    monkeypatch.setattr(failover, "ELECTION_RETRY_BACKOFF_S", 0.05)
+    h = _failover_failing_with_its_move()
     h.start()
     _wait_for_reelect(h)
     h.drain()
@@ -57,17 +64,7 @@ def test_our_own_controller_change_after_a_failed_move_takes_charge_at_once(
     # before the retry: it finds /controller ours and must resume, not leave the controller
     # "active" with an empty context (answering brokers against it) until the retry.
     monkeypatch.setattr(failover, "ELECTION_RETRY_BACKOFF_S", 600.0)
-    h = ControllerHarness(controller_id=1)
-    h.register_broker(1)
-    h.register_broker(2)
-    h.create_topic("t", {0: [1, 2]}, in_context=False)
-    loss = ConnectionLossError("no reply")
-    h.port.before(
-        "get_children",
-        lambda: h.port.fail("get", loss, when=lambda path, *a: path == paths.CONTROLLER),
-        when=lambda path, *a: path == paths.BROKERS_TOPICS,
-    )
-    h.port.fail("get_children", loss, when=lambda path, *a: path == paths.BROKERS_TOPICS)
+    h = _failover_failing_with_its_move()
     h.tolerate_event_errors = True
     h.start()
     assert h.controller.is_active and h.ctx.epoch == 1
