@@ -287,8 +287,13 @@ def _alter(
         codecs.encode_config_change(entity_type, entity),
         sequential=True,
     )
+    tried: dict[str, str] | None = None
     for _ in range(_WRITE_ATTEMPTS):
         current, version = _read_config(port, config_path, label)
+        if tried is not None and version is not None and current == tried:
+            # What we wrote is there: our multi committed, and its reply was lost (the resend
+            # met its own write). Its notification went with it.
+            return tried
         not_set = [name for name in delete if name not in current]
         if missing_ok:
             if not add and len(not_set) == len(delete):
@@ -315,6 +320,7 @@ def _alter(
         _, error = failure
         if not isinstance(error, BadVersionError | NodeExistsError | NoNodeError):
             raise error
+        tried = new
         # The config znode changed (or appeared, or went) since it was read: read again.
     raise ConcurrentModificationError(
         f"could not alter the config of {label}: its config znode kept changing; nothing was "

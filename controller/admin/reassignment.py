@@ -31,6 +31,7 @@ from controller.admin.assignment import (
     assign_replicas_to_brokers,
     broker_metadatas,
 )
+from controller.admin.writes import holds
 from controller.core.model import Broker, ReplicaAssignment, TopicAssignment, TopicPartition
 from controller.zk import codecs, paths
 from controller.zk.errors import MalformedZnodeError, NodeExistsError, NoNodeError
@@ -375,6 +376,8 @@ def write_reassignment_znode(port: ZkPort, plan: Mapping[TopicPartition, Sequenc
     try:
         port.create(paths.REASSIGN_PARTITIONS, data, makepath=True)
     except NodeExistsError:
+        if holds(port, paths.REASSIGN_PARTITIONS, data):
+            return  # ours: the create committed and its reply was lost (the resend met it)
         raise ReassignmentInProgressError(
             f"there is an existing assignment running ({paths.REASSIGN_PARTITIONS} exists)"
         ) from None

@@ -33,7 +33,7 @@ from controller.admin.topic_configs import (
     validate_topic_config_combination,
     validate_topic_configs,
 )
-from controller.admin.writes import commit, missing_parents
+from controller.admin.writes import commit, holds, missing_parents
 from controller.core.model import Broker, ReplicaAssignment, TopicAssignment, new_topic_id
 from controller.zk import codecs, paths
 from controller.zk.errors import (
@@ -191,17 +191,6 @@ def _existing_topic_path(name: str) -> str:
 
 
 # --- ZooKeeper helpers ----------------------------------------
-
-
-def _holds(port: ZkPort, path: str, data: bytes) -> bool:
-    """Whether ``path`` has exactly ``data``: a write of ours that failed only on its resend.
-
-    Topic znodes carry a fresh random topic id, so equal bytes mean our own write.
-    """
-    try:
-        return port.get(path)[0] == data
-    except NoNodeError:
-        return False
 
 
 def _children(port: ZkPort, path: str) -> list[str]:
@@ -364,7 +353,9 @@ def create_topic(
             return TopicChange(name, topic_id, assignment, tuple(assignment), config, warnings)
         index, error = failure
         if index == len(ops) - 1 and isinstance(error, NodeExistsError):
-            if _holds(port, topic_path, data):  # our own multi, resent after a connection loss
+            # Our own multi, resent after a connection loss (the fresh random topic id in
+            # the data makes equal bytes ours).
+            if holds(port, topic_path, data):
                 return TopicChange(name, topic_id, assignment, tuple(assignment), config, warnings)
             raise TopicExistsError(f"topic '{name}' already exists")
         if not isinstance(error, BadVersionError | NodeExistsError | NoNodeError):
@@ -458,7 +449,7 @@ def add_partitions(
     merged.update({p: ReplicaAssignment(r) for p, r in added.items()})
     data = _encode_checked(TopicAssignment(name, current.topic_id, merged))
     failure = commit(port, [SetData(paths.topic_path(name), data, version)])
-    if failure is not None and not _holds(port, paths.topic_path(name), data):
+    if failure is not None and not holds(port, paths.topic_path(name), data):
         raise ConcurrentModificationError(
             f"{paths.topic_path(name)} changed while partitions were being added "
             f"({failure[1]}); nothing was written, run the command again"
@@ -475,6 +466,11 @@ def delete_topic(port: ZkPort, name: str) -> None:
             f"topic {name} is a Kafka internal topic and is not allowed to be marked for deletion"
         )
     marker = paths.delete_topic_path(name)
+    # Read first, as Kafka's tool does: a topic gone only by the time of the multi was
+    # deleted meanwhile, e.g. by the controller acting on our own marker (its create
+    # committed and the reply was lost; the resend then finds the topic gone).
+    if port.exists(topic_path) is None:
+        raise UnknownTopicError(f"topic '{name}' to delete does not exist")
     seen: set[str] = set()
     # Check(version -1) fails with NONODE if the topic is gone: existence and marker are atomic.
     ops: list[Op] = [Check(topic_path, -1), *missing_parents(port, marker, seen), Create(marker)]
@@ -483,7 +479,7 @@ def delete_topic(port: ZkPort, name: str) -> None:
         return
     index, error = failure
     if index == 0 and isinstance(error, NoNodeError):
-        raise UnknownTopicError(f"topic '{name}' to delete does not exist")
+        return  # deleted since it was read: what was asked for
     if index == len(ops) - 1 and isinstance(error, NodeExistsError):
         raise TopicMarkedForDeletionError(f"topic '{name}' is already marked for deletion")
     raise ConcurrentModificationError(f"could not mark topic '{name}' for deletion: {error}")

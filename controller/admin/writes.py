@@ -6,6 +6,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
+from controller.zk.errors import NoNodeError
 from controller.zk.port import Create, Op, ZkPort
 
 
@@ -27,3 +28,12 @@ def commit(port: ZkPort, ops: Sequence[Op]) -> tuple[int, Exception] | None:
         if result.error is not None and result.error.code != "ROLLEDBACK":
             return i, result.error
     return None
+
+
+def holds(port: ZkPort, path: str, data: bytes) -> bool:
+    """Whether ``path`` has exactly ``data``: after a write that failed only on its resend
+    (the first attempt committed and its reply was lost), the write is ours and done."""
+    try:
+        return port.get(path)[0] == data
+    except NoNodeError:
+        return False

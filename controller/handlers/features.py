@@ -167,14 +167,16 @@ class FeatureVersioning:
             # one: it fails the whole request as NOT_CONTROLLER.
             try:
                 self.epoch = ctl.gateway.write_feature_znode(node, version, ctx.epoch_zk_version)
+                written = True
             except ZkError as exc:
-                if not self._written_anyway(target):
+                written = self._written_anyway(target)
+                if not written:
                     log.warning("feature update failed", path=paths.FEATURE, error=str(exc))
                     failed = ApiError(
                         Errors.FEATURE_UPDATE_FAILED, f"writing {paths.FEATURE} failed: {exc}"
                     )
                     results = {f: failed if r is None else r for f, r in results.items()}
-            else:
+            if written:
                 log.info(
                     "finalized features updated",
                     before=existing,

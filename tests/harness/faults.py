@@ -8,12 +8,16 @@ controller's sequence of calls.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from controller.zk.errors import ZkError
 from controller.zk.memory_session import MemoryZkSession
 from controller.zk.port import Op, OpResult, ReadResult, SessionListener, WatchCallback, ZnodeStat
+
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -23,6 +27,7 @@ class _Rule:
     when: Callable[..., bool] | None
     error: BaseException | None = None
     action: Callable[[], object] | None = None
+    lose_reply: bool = False
 
 
 class FaultInjectingPort:
@@ -32,6 +37,8 @@ class FaultInjectingPort:
     error, e.g. ``ConnectionLossError``); ``before(method, action)`` runs ``action`` just
     before the next matching call (e.g. another client writes a znode between the
     controller's read and its conditional write). ``when`` receives the call's arguments.
+    ``lose_reply(method)`` makes the next matching write commit once before the call itself
+    runs: the client's resend after a lost reply, which meets its own first attempt.
     ``calls`` counts calls per method.
     """
 
@@ -60,11 +67,18 @@ class FaultInjectingPort:
     ) -> None:
         self._rules.append(_Rule(method, times, when, action=action))
 
+    def lose_reply(
+        self, method: str, *, times: int = 1, when: Callable[..., bool] | None = None
+    ) -> None:
+        self._rules.append(_Rule(method, times, when, lose_reply=True))
+
     def clear(self) -> None:
         self._rules.clear()
 
-    def _enter(self, method: str, *args: Any) -> None:
+    def _enter(self, method: str, *args: Any) -> bool:
+        """Apply the matching rules; whether the call is to commit once first (lose_reply)."""
         self.calls[method] = self.calls.get(method, 0) + 1
+        commit_first = False
         for rule in list(self._rules):
             if rule.method != method or (rule.when is not None and not rule.when(*args)):
                 continue
@@ -76,6 +90,15 @@ class FaultInjectingPort:
                 rule.action()
             if rule.error is not None:
                 raise rule.error
+            commit_first = commit_first or rule.lose_reply
+        return commit_first
+
+    @staticmethod
+    def _resent(commit_first: bool, call: Callable[[], _T]) -> _T:
+        if commit_first:
+            with contextlib.suppress(ZkError):
+                call()  # committed; its reply is lost
+        return call()  # the resend, whose outcome the caller gets
 
     # -- ZkPort ------------------------------------------------------------------------
 
@@ -118,12 +141,12 @@ class FaultInjectingPort:
         return self.inner.get_many_watched(paths_, watch)
 
     def multi(self, ops: Sequence[Op]) -> list[OpResult]:
-        self._enter("multi", ops)
-        return self.inner.multi(ops)
+        return self._resent(self._enter("multi", ops), lambda: self.inner.multi(ops))
 
     def multi_many(self, transactions: Sequence[Sequence[Op]]) -> list[list[OpResult]]:
-        self._enter("multi_many", transactions)
-        return self.inner.multi_many(transactions)
+        return self._resent(
+            self._enter("multi_many", transactions), lambda: self.inner.multi_many(transactions)
+        )
 
     def create(
         self,
@@ -134,18 +157,21 @@ class FaultInjectingPort:
         sequential: bool = False,
         makepath: bool = False,
     ) -> str:
-        self._enter("create", path)
-        return self.inner.create(
-            path, data, ephemeral=ephemeral, sequential=sequential, makepath=makepath
+        return self._resent(
+            self._enter("create", path),
+            lambda: self.inner.create(
+                path, data, ephemeral=ephemeral, sequential=sequential, makepath=makepath
+            ),
         )
 
     def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
-        self._enter("set", path)
-        return self.inner.set(path, data, version)
+        return self._resent(self._enter("set", path), lambda: self.inner.set(path, data, version))
 
     def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
-        self._enter("delete", path)
-        self.inner.delete(path, version, recursive=recursive)
+        self._resent(
+            self._enter("delete", path),
+            lambda: self.inner.delete(path, version, recursive=recursive),
+        )
 
     def ensure_path(self, path: str) -> None:
         self._enter("ensure_path", path)

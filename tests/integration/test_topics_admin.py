@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from controller.admin import configs, reassignment
 from controller.admin import topics as admin
 from controller.admin.assignment import (
     IncompleteRackInfoError,
@@ -218,15 +219,23 @@ def test_partial_rack_information_needs_disable_rack_aware(port: KazooPort) -> N
 
 
 class ResendingPort:
-    """Sends every multi twice to the real server: the reply the caller sees is the resend's,
-    as when a reply is lost to a connection loss and KazooPort resends the request."""
+    """Sends every multi and create twice to the real server: the reply the caller sees is
+    the resend's, as when a reply is lost to a connection loss and KazooPort resends the
+    request. ``between`` runs between the two (e.g. the controller acting on the first)."""
 
-    def __init__(self, port: KazooPort) -> None:
+    def __init__(self, port: KazooPort, between: Callable[[], object] = lambda: None) -> None:
         self._port = port
+        self._between = between
 
     def multi(self, ops: Any) -> Any:
         self._port.multi(ops)
+        self._between()
         return self._port.multi(ops)
+
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        self._port.create(*args, **kwargs)
+        self._between()
+        return self._port.create(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._port, name)
@@ -246,6 +255,29 @@ def test_a_resent_write_that_already_succeeded_is_a_success(port: KazooPort) -> 
     # A real conflict is still one: another writer's topic is not mistaken for ours.
     with pytest.raises(admin.TopicExistsError):
         admin.create_topic(resending, "t", 1, 1)
+    # Config alters: the resend meets our own write, which is then found done.
+    configs.alter_topic_config(resending, "t", {"retention.ms": "5", "segment.ms": "9"}, [])
+    assert configs.alter_topic_config(resending, "t", {}, ["retention.ms"]) == {"segment.ms": "9"}
+    unclean = "unclean.leader.election.enable"
+    assert configs.alter_broker_default_config(resending, {unclean: "true"}, []) == {
+        unclean: "true"
+    }
+    assert configs.alter_broker_default_config(resending, {}, [unclean]) == {}
+    # A reassignment submitted through ZooKeeper finds its own request, not "one running".
+    reassignment.write_reassignment_znode(resending, {TopicPartition("t", 0): (1, 0)})
+    assert port.exists(paths.REASSIGN_PARTITIONS) is not None
+
+
+def test_a_deletion_completed_before_its_resend_is_a_success(port: KazooPort) -> None:
+    brokers(port, 0)
+    admin.create_topic(port, "t", 1, 1)
+
+    def controller_deletes_it() -> None:
+        port.delete(paths.topic_path("t"), recursive=True)
+        port.delete(paths.delete_topic_path("t"))
+
+    admin.delete_topic(ResendingPort(port, controller_deletes_it), "t")  # type: ignore[arg-type]
+    assert port.exists(paths.topic_path("t")) is None
 
 
 # --- add partitions ----------------------------------------

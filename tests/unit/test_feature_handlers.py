@@ -279,6 +279,19 @@ def test_an_update_whose_reply_was_lost_is_reported_as_done(h: ControllerHarness
     assert h.controller.features.finalized == {"f": 2}
 
 
+def test_an_update_whose_reply_was_lost_still_brings_a_refused_broker_in(
+    h: ControllerHarness,
+) -> None:
+    write_feature(h, FeatureZNode(2, FEATURE_STATUS_ENABLED, {"f": (2, 2)}))
+    h.register_broker(1, features=NEW)
+    h.register_broker(2, features=OLD)
+    h.start()
+    h.port.lose_reply("multi_many")
+    assert update(h, FeatureUpdateItem("f", 1, SAFE)) == {"f": None}
+    h.drain()
+    assert h.ctx.live_broker_ids() == {1, 2}
+
+
 def test_a_deposed_controller_changes_nothing(h: ControllerHarness) -> None:
     h.register_broker(1, features=NEW)
     h.start()
