@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger("controller.rpc")
 
 DEFAULT_DEADLINE_S = 30.0
+# A caller's deadline further away than this is none (clients that set none get ~9.2e18 s).
+_NO_DEADLINE_S = 86_400.0
 
 
 class RpcStatus(Exception):
@@ -49,7 +51,11 @@ def await_reply(
         raise NotControllerError(ctl.active_controller_id)
     ctl.put(event)
     remaining = context.time_remaining()
-    timeout = DEFAULT_DEADLINE_S if remaining is None else max(remaining - 0.05, 0.0)
+    if remaining is None or remaining > _NO_DEADLINE_S:
+        # No deadline: grpcio reports ~9.2e18 s, which no wait takes (OverflowError).
+        timeout = DEFAULT_DEADLINE_S
+    else:
+        timeout = max(remaining - 0.05, 0.0)
     if timeout_ms > 0:
         timeout = min(timeout, timeout_ms / 1000)
     try:

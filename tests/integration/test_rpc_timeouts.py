@@ -15,6 +15,7 @@ from controller.api.errors import Errors
 from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
 from controller.rpc.admin_service import AdminServicer
 from controller.rpc.service import ControllerServicer
+from tests.harness import ControllerHarness
 
 
 class StalledController:
@@ -76,3 +77,35 @@ def test_a_broker_request_that_times_out_ends_deadline_exceeded(
         )
     assert failure.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
     assert not [e for e in logs if e["log_level"] == "error"]
+
+
+def test_a_call_without_a_deadline_is_answered() -> None:
+    """grpcurl and many clients set no deadline; grpcio then reports ~9.2e18 s remaining,
+    which no wait takes (the change was applied and answered UNKNOWN_SERVER_ERROR, and each
+    resend of AllocateProducerIds threw a block away)."""
+    h = ControllerHarness(controller_id=9)
+    epoch = h.register_broker(1).epoch
+    h.start()
+    h.controller.events.start()  # the real event thread
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    controller_pb2_grpc.add_ControllerServiceServicer_to_server(
+        ControllerServicer(h.controller), server
+    )
+    admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(h.controller), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        stub = controller_pb2_grpc.ControllerServiceStub(channel)
+        request = controller_pb2.AllocateProducerIdsRequest(broker_id=1, broker_epoch=epoch)
+        first, second = stub.AllocateProducerIds(request), stub.AllocateProducerIds(request)
+        assert (first.error_code, second.error_code) == (Errors.NONE, Errors.NONE)
+        assert second.producer_id_start == first.producer_id_start + first.producer_id_len
+        listed = admin_pb2_grpc.AdminServiceStub(channel).ListPartitionReassignments(
+            admin_pb2.ListPartitionReassignmentsRequest()
+        )
+        assert listed.error_code == Errors.NONE
+    finally:
+        channel.close()
+        server.stop(0)
+        h.close()
