@@ -30,7 +30,10 @@ ISR with duplicates, without the leader, or naming brokers that are not replicas
 request from a broker that is not the leader, which then *becomes* leader in the znode). Kafka's
 KRaft controller refuses those with INVALID_REQUEST, and so do we: a correct leader never sends
 them, and writing them would corrupt the partition state for every later election. It sits
-after Kafka's own rules, so that every request Kafka's rules refuse is refused with Kafka's code.
+after Kafka's rules 1-7, so what those refuse is refused with Kafka's code; a malformed
+proposal that also names an ineligible replica (e.g. ISR (1, 3, 3) with broker 3 shutting
+down) gets INVALID_REQUEST, where Kafka 3.6 answers INELIGIBLE_REPLICA: the malformation is
+what no correct leader sends.
 """
 
 from __future__ import annotations
