@@ -165,7 +165,7 @@ class Topics:
             # Only for a topic znode removed without going through controller deletion.
             log.warning("topic znode vanished outside topic deletion", topic=topic)
             ctl.gateway.unregister_change_handler(paths.topic_path(topic))
-            ctx.remove_topic(topic)
+            _forget_vanished_topic(ctl, topic)
         process_topic_ids(ctl, assignments)
         new_partitions = store_assignments(ctl, assignments.values())
         if new_topics:
@@ -220,3 +220,23 @@ class Topics:
             TopicAssignment(topic, topic_id or ctx.topic_ids.get(topic), partitions),
             ctx.epoch_zk_version,
         )
+
+
+def _forget_vanished_topic(ctl: Controller, topic: str) -> None:
+    """Forget a topic whose znode someone removed (a "force delete"), states included, as a
+    completed deletion does. Kafka keeps its partition and replica states, and a topic
+    created again under the name then inherits them: its NewPartition and NewReplica steps
+    are invalid (no leader, no request), or a later deletion skips the replicas the first one
+    had deleted. Nothing is written or sent: the topic's znodes are gone."""
+    ctx = ctl.context
+    partitions = sorted(
+        tp
+        for tp in ctx.partitions_for_topic(topic)
+        if ctx.partition_state(tp) is not PartitionState.NonExistentPartition
+    )
+    psm = ctl.partition_state_machine
+    psm.handle_state_changes(partitions, PartitionState.OfflinePartition)
+    psm.handle_state_changes(partitions, PartitionState.NonExistentPartition)
+    for replica in ctx.replicas_for_topic(topic):
+        ctx.remove_replica_state(replica)
+    ctx.remove_topic(topic)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from controller.admin import topics as admin_topics
+from controller.channel.sender import RequestKind
 from controller.core.model import ReplicaAssignment, TopicAssignment, TopicPartition
 from controller.zk import codecs, paths
 from tests.harness import ControllerHarness, touches
@@ -77,3 +78,77 @@ def test_a_topic_unreadable_at_failover_keeps_its_id_once_repaired() -> None:
     h.admin.set(paths.topic_path("t"), good)
     h.drain()
     assert h.ctx.topic_ids["t"] == X
+
+
+# -- a topic znode removed by hand ("force delete"), then a topic of the same name ----------
+
+
+def _three_brokers_and_topic_t() -> ControllerHarness:
+    h = ControllerHarness(controller_id=5)
+    for broker in (1, 2, 3):
+        h.register_broker(broker)
+    h.start()
+    h.create_topic("t", {0: [1, 2, 3], 1: [2, 3, 1]}, in_context=False)
+    h.drain()
+    return h
+
+
+def _remove_by_hand(h: ControllerHarness, *znodes: str) -> None:
+    for path in znodes:
+        for child in h.admin.get_children(path):
+            _remove_by_hand(h, f"{path}/{child}")
+        h.admin.delete(path)
+
+
+def test_a_topic_recreated_after_its_znode_was_removed_by_hand_comes_online() -> None:
+    # Kafka keeps a vanished topic's partition and replica states: the new topic's
+    # NewPartition/NewReplica steps were then invalid and it got no leader and no request.
+    h = _three_brokers_and_topic_t()
+    _remove_by_hand(h, paths.topic_path("t"))
+    h.drain()
+    h.channel.clear()
+    h.create_topic("t", {0: [1, 2, 3], 1: [2, 3, 1]}, in_context=False)
+    h.drain()
+    for partition in (0, 1):
+        state = h.zk_state(TopicPartition("t", partition))
+        assert state is not None and state.leader_and_isr.leader != -1
+    assert {r.broker_id for r in h.channel.requests(kind=RequestKind.LEADER_AND_ISR)} == {1, 2, 3}
+
+
+def test_an_offline_topic_removed_by_hand_leaves_the_offline_count() -> None:
+    h = _three_brokers_and_topic_t()
+    h.create_topic("u", {0: [3]}, in_context=False)
+    h.drain()
+    h.kill_broker(3)
+    h.drain()
+    assert h.ctx.offline_partition_count == 1
+    _remove_by_hand(h, paths.topic_path("u"))
+    h.drain()
+    assert h.ctx.offline_partition_count == 0
+
+
+def test_a_stuck_deletion_unstuck_by_hand_leaves_nothing_for_the_next_one() -> None:
+    # Brokers 1 and 2 had answered the first deletion: their replicas stayed
+    # ReplicaDeletionSuccessful, and deleting the re-created topic skipped them.
+    h = _three_brokers_and_topic_t()
+    h.kill_broker(3)
+    h.drain()
+    h.admin.create(paths.delete_topic_path("t"), makepath=True)
+    h.drain()
+    for request in h.channel.requests(kind=RequestKind.STOP_REPLICA):
+        request.respond()
+    h.drain()
+    _remove_by_hand(h, paths.topic_path("t"), paths.delete_topic_path("t"))
+    h.drain()
+    h.register_broker(3)
+    h.create_topic("t", {0: [1, 2, 3], 1: [2, 3, 1]}, in_context=False)
+    h.drain()
+    h.channel.clear()
+    h.admin.create(paths.delete_topic_path("t"), makepath=True)
+    h.drain()
+    deleting = {
+        request.broker_id
+        for request in h.channel.requests(kind=RequestKind.STOP_REPLICA)
+        if any(request.stop_replica(tp)[1] for tp in request.partitions())
+    }
+    assert deleting == {1, 2, 3}
