@@ -52,12 +52,13 @@ def await_reply(
     ctl.put(event)
     remaining = context.time_remaining()
     if remaining is None or remaining > _NO_DEADLINE_S:
-        # No deadline: grpcio reports ~9.2e18 s, which no wait takes (OverflowError).
-        timeout = DEFAULT_DEADLINE_S
+        # No deadline: grpcio reports ~9.2e18 s, which no wait takes (OverflowError). The
+        # request's own timeout_ms, when it has one, is the caller's word.
+        timeout = timeout_ms / 1000 if timeout_ms > 0 else DEFAULT_DEADLINE_S
     else:
         timeout = max(remaining - 0.05, 0.0)
-    if timeout_ms > 0:
-        timeout = min(timeout, timeout_ms / 1000)
+        if timeout_ms > 0:
+            timeout = min(timeout, timeout_ms / 1000)
     try:
         return event.reply.result(timeout)
     except FutureTimeout:

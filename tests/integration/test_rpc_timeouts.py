@@ -3,6 +3,7 @@ controller is a stand-in whose events are never processed)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from concurrent import futures
 from typing import Any
@@ -63,6 +64,19 @@ def test_an_admin_request_that_times_out_says_so_in_its_response(
     assert "may still be applied" in response.error_message
     assert len(ctl.queued) == 1
     assert not [e for e in logs if e["log_level"] == "error"]
+
+
+def test_an_admin_request_without_a_deadline_waits_its_own_timeout(
+    served: tuple[StalledController, grpc.Channel],
+) -> None:
+    # No gRPC deadline (grpcurl): the request's timeout_ms is the caller's word, neither the
+    # 30 s default nor grpcio's "no deadline" of ~9.2e18 s.
+    _, channel = served
+    stub = admin_pb2_grpc.AdminServiceStub(channel)
+    started = time.monotonic()
+    response = stub.UpdateFeatures(admin_pb2.UpdateFeaturesRequest(timeout_ms=300))
+    assert response.error_code == Errors.REQUEST_TIMED_OUT
+    assert 0.3 <= time.monotonic() - started < 5
 
 
 def test_a_broker_request_that_times_out_ends_deadline_exceeded(
