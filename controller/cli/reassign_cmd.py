@@ -246,8 +246,8 @@ def execute_command(args: argparse.Namespace) -> int:
         plan = plans.parse_reassignment_json(_read(args.reassignment_json_file, "reassignment"))
         current = plans.validate_plan(port, plan)
         if args.via_zookeeper:
-            if args.throttle is not None and port.exists(paths.REASSIGN_PARTITIONS):
-                # Refused before any throttle is written (the create below refuses it too).
+            if port.exists(paths.REASSIGN_PARTITIONS):
+                # Refused before anything is printed or any throttle written (as Kafka's tool).
                 raise plans.ReassignmentInProgressError(
                     f"there is an existing assignment running ({paths.REASSIGN_PARTITIONS} "
                     "exists)"

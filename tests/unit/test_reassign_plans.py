@@ -232,6 +232,10 @@ def test_legacy_znode_is_created_once(zk: MemoryZkSession) -> None:
     assert plans.read_reassignment_znode(zk) == (plan, None)
     with pytest.raises(plans.ReassignmentInProgressError, match="existing assignment running"):
         plans.write_reassignment_znode(zk, {tp("foo", 0): (2,)})
+    # The same plan again is refused too: only a create whose resend met its own first
+    # attempt (after the existence check) is taken as ours.
+    with pytest.raises(plans.ReassignmentInProgressError, match="existing assignment running"):
+        plans.write_reassignment_znode(zk, plan)
     zk.set(paths.REASSIGN_PARTITIONS, b"{oops")
     entries, problem = plans.read_reassignment_znode(zk)
     assert entries == {}
