@@ -1201,8 +1201,11 @@ class TestReassignmentRequestEntryByEntry:
         assert "duplicate partition t-0" in request.invalid[TopicPartition("t", 0)].problem
 
     @pytest.mark.parametrize(
-        "head", [b"{", b'{"version":2,', b'{"version":0,', b'{"version":"1",', b'{"version":-1,']
-    )
+        "head",
+        [b"{", b'{"version":2,', b'{"version":0,', b'{"version":"1",', b'{"version":-1,',
+         b'{"version":null,', b'{"version":1.0,', b'{"version":1.5,', b'{"version":1e2,',
+         b'{"version":" +1",', b'{"version":"",'],
+    )  # fmt: skip
     def test_the_version_is_read_as_kafka_reads_it_and_not_checked(self, head: bytes) -> None:
         # Kafka's mapper binds it to an Int it ignores: hand-written requests without it run.
         data = head + b'"partitions":[{"topic":"t","partition":0,"replicas":[4,5]}]}'
@@ -1213,7 +1216,8 @@ class TestReassignmentRequestEntryByEntry:
         [
             b'{"version":1,"partitions":[{"topic":',
             b'{"version":"one","partitions":[]}',
-            b'{"version":1.5,"partitions":[]}',
+            b'{"version":"1.0","partitions":[]}',
+            b'{"version":2147483648,"partitions":[]}',
             b'{"version":true,"partitions":[]}',
             b'{"version":1,"partitions":[],"comment":"x"}',
             b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1],"x":1}]}',

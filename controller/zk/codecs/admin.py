@@ -7,6 +7,7 @@ and ``/config/changes/config_change_N``.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from controller.zk.codecs._json import (
 from controller.zk.errors import MalformedZnodeError
 
 LOG_DIR_FAILURE_EVENT = 1
-_INT_TEXT = re.compile(r"-?[0-9]+")
+_INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 
 
 # --- /admin/reassign_partitions and /admin/preferred_replica_election ---
@@ -95,15 +96,20 @@ def decode_reassignment_request(
 
 
 def _ignored_version(obj: dict[str, object], path: str) -> None:
-    """Kafka's mapper binds ``version`` to an Int it never checks: missing is 0, any integer
-    or decimal string is taken (Jackson coerces ``"1"``), so a hand-written request without
-    it is still acted on. Only what the mapper cannot bind refuses the znode."""
+    """Kafka's mapper binds ``version`` to an Int it never checks, with Jackson's default
+    coercions: missing or null is 0, a float is truncated, a decimal string is parsed. So a
+    hand-written request without it, or with ``1.0``, is still acted on; only what the mapper
+    cannot bind (a boolean, other text, a number past int32) refuses the znode."""
     v = obj.get("version", MISSING)
-    if v is MISSING or (type(v) is int and INT32_MIN <= v <= INT32_MAX):
+    if v is MISSING or v is None:
         return
-    if type(v) is str and _INT_TEXT.fullmatch(v) and INT32_MIN <= int(v) <= INT32_MAX:
+    if type(v) is str:
+        v = int(v) if _INT_TEXT.fullmatch(v) else (0 if v == "" else v)
+    if type(v) is float and math.isfinite(v):
+        v = int(v)
+    if type(v) is int and INT32_MIN <= v <= INT32_MAX:
         return
-    bad(path, "version", "an integer (Kafka reads it but does not check it)", v)
+    bad(path, "version", "an integer (Kafka reads it but does not check it)", obj["version"])
 
 
 def decode_reassignment(
