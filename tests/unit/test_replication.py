@@ -59,6 +59,7 @@ def leader_and_isr(
     replicas: tuple[int, ...] = (1, 2, 3),
     partition_epoch: int = 0,
     recovery: int = 0,
+    topic_id: str = TID,
 ) -> None:
     response = state.leader_and_isr(
         broker_pb2.LeaderAndIsrRequest(
@@ -68,7 +69,7 @@ def leader_and_isr(
             topic_states=[
                 broker_pb2.LeaderAndIsrTopicState(
                     topic_name=TP.topic,
-                    topic_id=TID,
+                    topic_id=topic_id,
                     partition_states=[
                         broker_pb2.LeaderAndIsrPartitionState(
                             partition_index=TP.partition,
@@ -300,6 +301,43 @@ def test_a_new_leader_epoch_starts_the_lag_afresh(leader, manager, clock):
     clock.now += LAG + 1
     assert leader.maybe_shrink_isr() == [TP]
     assert [b for b, _ in manager.items[0].isr] == [1]
+
+
+def test_a_topic_created_again_starts_its_bookkeeping_afresh(leader, manager, clock):
+    # The old topic's shrink is answered UNKNOWN_TOPIC_ID after its deletion; the topic is
+    # created again at leader epoch 0 under a new id: a fresh partition, as Kafka makes one
+    # (the old bookkeeping froze the new topic's ISR changes).
+    assert leader.maybe_shrink_isr() == []
+    clock.now += LAG + 1
+    fetch(leader, 2)
+    assert leader.maybe_shrink_isr() == [TP]
+    [old_change] = manager.items
+    leader.state.stop_replica(
+        broker_pb2.StopReplicaRequest(
+            controller_id=9,
+            controller_epoch=1,
+            broker_epoch=-1,
+            topic_states=[
+                broker_pb2.StopReplicaTopicState(
+                    topic_name=TP.topic,
+                    partition_states=[
+                        broker_pb2.StopReplicaPartitionState(
+                            partition_index=TP.partition, leader_epoch=-2, delete_partition=True
+                        )
+                    ],
+                )
+            ],
+        )
+    )
+    old_change.callback(Errors.UNKNOWN_TOPIC_ID)
+    new_id = "AAAAAAAAAAAAAAAAAAAAAg"
+    leader_and_isr(leader.state, topic_id=new_id)
+    assert leader.maybe_shrink_isr() == []  # taking over counts as caught up
+    assert leader.leader_view(TP)["frozen_by"] is None
+    clock.now += LAG + 1
+    fetch(leader, 2, topic_id=new_id)
+    assert leader.maybe_shrink_isr() == [TP]
+    assert [b for b, _ in manager.items[-1].isr] == [1, 2]
 
 
 # -- answers ---------------------------------------------------------------------------------
