@@ -1218,6 +1218,8 @@ class TestReassignmentRequestEntryByEntry:
             b'{"version":"one","partitions":[]}',
             b'{"version":"1.0","partitions":[]}',
             b'{"version":2147483648,"partitions":[]}',
+            b'{"version":"' + b"1" * 5000 + b'","partitions":[]}',
+            b'{"version":1e400,"partitions":[]}',
             b'{"version":true,"partitions":[]}',
             b'{"version":1,"partitions":[],"comment":"x"}',
             b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1],"x":1}]}',

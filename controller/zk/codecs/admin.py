@@ -104,7 +104,8 @@ def _ignored_version(obj: dict[str, object], path: str) -> None:
     if v is MISSING or v is None:
         return
     if type(v) is str:
-        v = int(v) if _INT_TEXT.fullmatch(v) else (0 if v == "" else v)
+        # Length first: int() refuses more than 4300 digits (ValueError, not malformed).
+        v = int(v) if len(v) <= 20 and _INT_TEXT.fullmatch(v) else (0 if v == "" else v)
     if type(v) is float and math.isfinite(v):
         v = int(v)
     if type(v) is int and INT32_MIN <= v <= INT32_MAX:
