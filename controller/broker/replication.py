@@ -101,10 +101,10 @@ class PendingChange:
 @dataclass(slots=True)
 class LeaderState:
     """A leader's ISR bookkeeping for one partition, valid for one leader epoch of one
-    incarnation of its topic (a topic deleted and created again starts at epoch 0 again)."""
+    incarnation of the partition (a topic deleted and created again starts at epoch 0 again)."""
 
     leader_epoch: int
-    topic_id: str = ""
+    incarnation: int = 0
     followers: dict[int, FollowerState] = field(default_factory=dict)
     pending: PendingChange | None = None
     # Why ISR changes wait for the next LeaderAndIsr (see the module docstring), or None.
@@ -260,17 +260,18 @@ class Replication:
 
     def _leader_state(self, tp: TopicPartition, hosted: Hosted, now: float) -> LeaderState:
         """The bookkeeping for the leader epoch ``hosted`` is at; a new epoch, or a new
-        topic id (Kafka makes a fresh Partition for a re-created topic), starts afresh
-        (Kafka's resetReplicaState: ISR members caught up now, the others never)."""
+        incarnation of the row (Kafka makes a fresh Partition for a re-created topic; a topic
+        id given to the same row at the same epoch is no new one), starts afresh (Kafka's
+        resetReplicaState: ISR members caught up now, the others never)."""
         leader = self._leaders.get(tp)
         if (
             leader is None
             or leader.leader_epoch != hosted.leader_epoch
-            or leader.topic_id != hosted.topic_id
+            or leader.incarnation != hosted.incarnation
         ):
             leader = LeaderState(
                 hosted.leader_epoch,
-                hosted.topic_id,
+                hosted.incarnation,
                 {
                     r: FollowerState(now if r in hosted.isr else 0.0)
                     for r in hosted.replicas

@@ -19,6 +19,7 @@ are applied one at a time. Messages are protobuf in, protobuf out; there is no g
 from __future__ import annotations
 
 import enum
+import itertools
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -72,6 +73,9 @@ class Hosted:
     leader_recovery_state: int
     controller_epoch: int
     is_new: bool
+    # Which life of the row: a partition deleted (StopReplica) and created again gets a new
+    # one, as Kafka makes a new Partition object (leader bookkeeping must not carry over).
+    incarnation: int = 0
 
 
 class ReplicaState:
@@ -84,6 +88,7 @@ class ReplicaState:
         self._controller_epoch = INITIAL_CONTROLLER_EPOCH
         self._metadata_controller_id = -1
         self._partitions: dict[TopicPartition, Hosted] = {}
+        self._incarnations = itertools.count(1)
         self._offline: set[TopicPartition] = set()
         self._live_brokers: dict[int, broker_pb2.UpdateMetadataBroker] = {}
         self._metadata: dict[
@@ -177,6 +182,7 @@ class ReplicaState:
                 leader_recovery_state=state.leader_recovery_state,
                 controller_epoch=state.controller_epoch,
                 is_new=state.is_new,
+                incarnation=hosted.incarnation if hosted else next(self._incarnations),
             )
             return Errors.NONE
         if state.leader_epoch < current_epoch:

@@ -340,6 +340,28 @@ def test_a_topic_created_again_starts_its_bookkeeping_afresh(leader, manager, cl
     assert [b for b, _ in manager.items[-1].isr] == [1, 2]
 
 
+def test_a_topic_id_given_at_the_same_epoch_keeps_the_change_in_flight(clock, manager):
+    # A controller assigning ids at failover re-sends LeaderAndIsr at the same leader epoch
+    # with the id: the same partition (Kafka only assigns the id to its log), so the answer
+    # to the ISR change in flight still applies.
+    state = ReplicaState(1, broker_epoch=100)
+    leader_and_isr(state, topic_id="")
+    live_brokers(state, 1, 2, 3, 4)
+    replication = Replication(
+        state, ReplicationConfig(replica_lag_time_max_ms=LAG), manager, clock_ms=clock  # type: ignore[arg-type]
+    )
+    assert replication.maybe_shrink_isr() == []
+    clock.now += LAG + 1
+    fetch(replication, 2, topic_id="")
+    assert replication.maybe_shrink_isr() == [TP]
+    [change] = manager.items
+    leader_and_isr(state, topic_id=TID)
+    fetch(replication, 2)
+    change.callback(LeaderAndIsr(1, 0, (1, 2), LeaderRecoveryState.RECOVERED, 1))
+    hosted = state.hosted(TP)
+    assert hosted is not None and (hosted.isr, hosted.partition_epoch) == ((1, 2), 1)
+
+
 # -- answers ---------------------------------------------------------------------------------
 
 
