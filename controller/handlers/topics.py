@@ -227,8 +227,13 @@ def _forget_vanished_topic(ctl: Controller, topic: str) -> None:
     completed deletion does. Kafka keeps its partition and replica states, and a topic
     created again under the name then inherits them: its NewPartition and NewReplica steps
     are invalid (no leader, no request), or a later deletion skips the replicas the first one
-    had deleted. Nothing is written or sent: the topic's znodes are gone."""
+    had deleted. Nothing is sent; what is written is what would act on a topic created
+    again under the name: its deletion request and its reassignment entries."""
     ctx = ctl.context
+    if ctx.is_topic_queued_up_for_deletion(topic):
+        ctl.gateway.delete_topic_deletions([topic], ctx.epoch_zk_version)
+    if ctl.reassignments is not None:
+        ctl.reassignments.on_topic_deleted(topic)  # before remove_topic forgets the moves
     partitions = sorted(
         tp
         for tp in ctx.partitions_for_topic(topic)

@@ -152,3 +152,36 @@ def test_a_stuck_deletion_unstuck_by_hand_leaves_nothing_for_the_next_one() -> N
         if any(request.stop_replica(tp)[1] for tp in request.partitions())
     }
     assert deleting == {1, 2, 3}
+
+
+def test_a_moving_topic_removed_by_hand_leaves_no_reassignment_behind() -> None:
+    # As a completed deletion: its entries leave /admin/reassign_partitions (a topic created
+    # again under the name would otherwise be moved unasked at the next failover).
+    h = _three_brokers_and_topic_t()
+    h.admin.create(
+        paths.REASSIGN_PARTITIONS,
+        codecs.encode_reassignment({TopicPartition("t", 0): (1, 2, 4)}),  # 4: not yet up
+        makepath=True,
+    )
+    h.drain()
+    assert TopicPartition("t", 0) in h.ctx.partitions_being_reassigned
+    _remove_by_hand(h, paths.topic_path("t"))
+    h.drain()
+    assert h.read(paths.REASSIGN_PARTITIONS) is None
+    assert h.ctx.partitions_being_reassigned == set()
+
+
+def test_a_queued_topic_removed_by_hand_takes_its_deletion_request_with_it() -> None:
+    # The request left behind would delete a topic created again under the name.
+    h = _three_brokers_and_topic_t()
+    h.kill_broker(3)  # the deletion waits for it
+    h.drain()
+    h.admin.create(paths.delete_topic_path("t"), makepath=True)
+    h.drain()
+    _remove_by_hand(h, paths.topic_path("t"))
+    h.drain()
+    assert h.read(paths.delete_topic_path("t")) is None
+    h.create_topic("t", {0: [1, 2]}, in_context=False)
+    h.drain()
+    assert h.read(paths.topic_path("t")) is not None
+    assert not h.ctx.is_topic_queued_up_for_deletion("t")
