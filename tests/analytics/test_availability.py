@@ -185,6 +185,13 @@ def test_topic_deleted_while_offline(spark, tmp_path: Path) -> None:
              "TopicDeletion")
     log.part(251, "gone", 0, "OfflinePartition", "NonExistentPartition", None, None, None,
              "TopicDeletion", None)
+    # Nor is an online topic whose znode was removed by hand (the controller forgets it
+    # under TopicChange, through the same two steps).
+    log.create(0, "hand", 0, [2])
+    log.part(300, "hand", 0, "OnlinePartition", "OfflinePartition", -1, [2], None,
+             "TopicChange")
+    log.part(300, "hand", 0, "OfflinePartition", "NonExistentPartition", None, None, None,
+             "TopicChange", None)
     log.replica(400, "keep", 0, 2, "OnlineReplica", "OnlineReplica", 2, [2])
     a = analyze_lines(spark, tmp_path, log.lines)
     windows = a["unavailability_windows"].collect()
@@ -194,7 +201,8 @@ def test_topic_deleted_while_offline(spark, tmp_path: Path) -> None:
     assert summary["t"].deleted_while_offline == 1
     assert summary["t"].mttr_p50_s is None  # never recovered
     assert summary["gone"].offline_partition_s == 0.0
-    assert summary[None].exists_partition_s == pytest.approx(200 + 400 + 250)
+    assert summary["hand"].offline_partition_s == 0.0
+    assert summary[None].exists_partition_s == pytest.approx(200 + 400 + 250 + 300)
 
 
 def test_hourly_and_daily_availability_across_boundaries(spark, tmp_path: Path) -> None:

@@ -66,16 +66,17 @@ def phase_after() -> Column:
 
     An OnlinePartition record with leader -1 "can't happen", but if it does the partition
     has no leader and is unavailable. The OfflinePartition step of a topic deletion is the
-    topic going away, not an outage.
+    topic going away, not an outage; so is the one a TopicChange records (a topic whose znode
+    was removed by hand: the only OfflinePartition step that event makes).
     """
     from pyspark.sql import functions as F
 
     c = F.col
+    going = c("event").isin(S.EV_TOPIC_DELETION, S.EV_TOPIC_CHANGE)
     return (
         F.when((c("to_state") == S.ONLINE_PARTITION) & (c("leader") == S.NO_LEADER),
                F.lit(OFFLINE))
-        .when((c("to_state") == S.OFFLINE_PARTITION) & (c("event") == S.EV_TOPIC_DELETION),
-              F.lit(DELETING))
+        .when((c("to_state") == S.OFFLINE_PARTITION) & going, F.lit(DELETING))
         .otherwise(_phase_of_state(c("to_state")))
     ).cast("tinyint")
 
