@@ -245,6 +245,25 @@ def test_a_resignation_logged_after_the_successor_took_over_is_a_lost_session(
     assert _gaps(a) == [(5, 6, 19.0, "session_lost", 1)]
 
 
+def test_a_controller_that_resumed_its_epoch_did_not_end_at_its_first_resignation(
+    spark, tmp_path: Path
+) -> None:
+    """A failover fails and is taken up again under the same epoch (the resume path):
+    elected, resigned, elected, ready. The epoch ends when its controller dies at 1000 s,
+    not at that early resignation: one gap from 1000 s (its last record; 1018 - 18) to the
+    successor's ready at 1019 s."""
+    log = Log(controller_id=1, epoch=5)
+    log.controller(0, "elected")
+    log.controller(0.5, "resigned", "elected")
+    log.controller(2.5, "elected")
+    log.controller(3, "ready", "elected")
+    log.create(4, "t", 0, [1, 2])
+    log.create(1000, "u", 0, [1, 2])
+    log.new_controller(1018, controller_id=2, ready_after=1.0)
+    a = analyze_lines(spark, tmp_path, log.lines)
+    assert _gaps(a) == [(5, 6, 19.0, "crashed", 1)]
+
+
 def test_a_successor_that_never_became_ready_is_inside_one_gap(spark, tmp_path: Path) -> None:
     """Epoch 6 is elected at 30 s and never ready; epoch 7 is elected at 60 s, ready at 62 s.
     One gap from the crash estimate before the first of those elections (30 - 18 = 12 s, after

@@ -26,7 +26,7 @@ EPOCH = Fact(0, "epoch", {
 })
 _STEPS = (S.CONTROLLER_ELECTED, S.CONTROLLER_READY, S.CONTROLLER_RESIGNED)
 LIFECYCLE = Fact(1, "controller lifecycle", {
-    "controller_epoch": "k", "to_state": "label", "first_us": "lo2",
+    "controller_epoch": "k", "to_state": "label", "first_us": "lo2", "last_us": "hi1",
 })
 
 
@@ -58,6 +58,7 @@ def emit() -> list[Column]:
             controller_epoch=c("controller_epoch"),
             to_state=c("to_state"),
             first_us=us,
+            last_us=us,
         ),
     ]
 
@@ -69,10 +70,29 @@ def epoch_summary(facts: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     c = F.col
-    steps = LIFECYCLE.view(facts).groupBy("cluster", "controller_epoch").agg(*[
-        F.min(F.when(c("to_state") == state, c("first_us"))).alias(f"{state}_us")
-        for state in _STEPS
-    ])
+    resigned, active = S.CONTROLLER_RESIGNED, (S.CONTROLLER_ELECTED, S.CONTROLLER_READY)
+    steps = (
+        LIFECYCLE.view(facts)
+        .groupBy("cluster", "controller_epoch")
+        .agg(
+            *[
+                F.min(F.when(c("to_state") == state, c("first_us"))).alias(f"{state}_us")
+                for state in active
+            ],
+            F.max(F.when(c("to_state") == resigned, c("last_us"))).alias("last_resigned_us"),
+            F.max(F.when(c("to_state").isin(*active), c("last_us"))).alias("last_active_us"),
+        )
+        # The epoch ended at its last resignation, unless it went on after it: a failover
+        # taken up again under the same epoch (the resume path) resigns, then is elected
+        # and ready again.
+        .withColumn(
+            f"{resigned}_us",
+            F.when(
+                c("last_active_us").isNull() | (c("last_resigned_us") >= c("last_active_us")),
+                c("last_resigned_us"),
+            ),
+        )
+    )
     return (
         EPOCH.view(facts)
         .join(steps, ["cluster", "controller_epoch"], "left")
