@@ -80,6 +80,28 @@ def test_a_topic_unreadable_at_failover_keeps_its_id_once_repaired() -> None:
     assert h.ctx.topic_ids["t"] == X
 
 
+def test_a_repaired_topic_found_leaderless_is_recorded_offline() -> None:
+    # As a failover records what it finds leaderless: the analytics read outages from the
+    # state-change log, and this one was missing until the partition came back.
+    h = ControllerHarness(controller_id=5)
+    h.register_broker(1)
+    h.register_broker(2)
+    h.start()
+    h.create_topic("u", {0: [1]}, in_context=False)
+    h.drain()
+    good = h.read(paths.topic_path("u"))
+    assert good is not None
+    h.admin.set(paths.topic_path("u"), b"{oops")
+    h.zk.expire(h.port.inner, reconnect=True)  # a new session: election and failover
+    h.drain()
+    h.kill_broker(1)  # u-0's only replica, while u is unknown to the controller
+    h.drain()
+    h.admin.set(paths.topic_path("u"), good)
+    h.drain()
+    found = h.state_changes("partition", topic="u", to_state="OfflinePartition")
+    assert [(r["from_state"], r["result"]) for r in found] == [("NonExistentPartition", "ok")]
+
+
 # -- a topic znode removed by hand ("force delete"), then a topic of the same name ----------
 
 
