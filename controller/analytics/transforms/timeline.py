@@ -173,16 +173,18 @@ def timeline(records: DataFrame) -> DataFrame:
         carried(F.when(~c("dup"), c("_pref_hint"))).alias("pref_before"),
     )
     # Most records leave the ISR as it was: compare first, take set differences only then. A
-    # partition's creation (after a deletion of a topic of the same name too) changes no ISR.
+    # partition's creation (after a deletion of a topic of the same name too) changes no ISR,
+    # nor do the replica steps of a deletion (the topic going away).
     phase_before = F.coalesce(
         F.shiftright(c("_state_before"), 32).cast("tinyint"), c("_phase_from")
     )
     created = is_part & phase_before.isin(NEW, ABSENT)
+    going = ~is_part & phase_before.isin(DELETING, ABSENT)
     changed = (
         c("isr").isNotNull()
         & c("_isr_before").isNotNull()
         & (c("isr") != c("_isr_before"))
-        & ~F.coalesce(created, F.lit(False))
+        & ~F.coalesce(created | going, F.lit(False))
     )
     removed = F.array_except(c("_isr_before"), c("isr"))
     added = F.array_except(c("isr"), c("_isr_before"))
