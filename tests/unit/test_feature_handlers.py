@@ -205,14 +205,18 @@ def test_a_bounced_broker_that_comes_back_incompatible_is_failed(h: ControllerHa
     assert state is not None and state.leader_and_isr.leader == 1
 
 
-def test_an_update_that_makes_a_refused_broker_compatible_brings_it_in(
-    h: ControllerHarness,
-) -> None:
+def _broker_2_refused_at_f_2(h: ControllerHarness) -> None:
     write_feature(h, FeatureZNode(2, FEATURE_STATUS_ENABLED, {"f": (2, 2)}))
     h.register_broker(1, features=NEW)
     h.register_broker(2, features=OLD)
     h.start()
     assert h.ctx.live_broker_ids() == {1}
+
+
+def test_an_update_that_makes_a_refused_broker_compatible_brings_it_in(
+    h: ControllerHarness,
+) -> None:
+    _broker_2_refused_at_f_2(h)
     assert update(h, FeatureUpdateItem("f", 1, SAFE)) == {"f": None}
     assert [type(e) for e in h.pending_events()] == [BrokerChange]
     h.drain()
@@ -282,10 +286,7 @@ def test_an_update_whose_reply_was_lost_is_reported_as_done(h: ControllerHarness
 def test_an_update_whose_reply_was_lost_still_brings_a_refused_broker_in(
     h: ControllerHarness,
 ) -> None:
-    write_feature(h, FeatureZNode(2, FEATURE_STATUS_ENABLED, {"f": (2, 2)}))
-    h.register_broker(1, features=NEW)
-    h.register_broker(2, features=OLD)
-    h.start()
+    _broker_2_refused_at_f_2(h)
     h.port.lose_reply("multi_many")
     assert update(h, FeatureUpdateItem("f", 1, SAFE)) == {"f": None}
     h.drain()

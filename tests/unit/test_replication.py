@@ -312,23 +312,17 @@ def test_a_topic_created_again_starts_its_bookkeeping_afresh(leader, manager, cl
     fetch(leader, 2)
     assert leader.maybe_shrink_isr() == [TP]
     [old_change] = manager.items
+    deletion = broker_pb2.StopReplicaPartitionState(
+        partition_index=TP.partition, leader_epoch=-2, delete_partition=True
+    )
     leader.state.stop_replica(
         broker_pb2.StopReplicaRequest(
-            controller_id=9,
-            controller_epoch=1,
-            broker_epoch=-1,
+            controller_id=9, controller_epoch=1, broker_epoch=-1,
             topic_states=[
-                broker_pb2.StopReplicaTopicState(
-                    topic_name=TP.topic,
-                    partition_states=[
-                        broker_pb2.StopReplicaPartitionState(
-                            partition_index=TP.partition, leader_epoch=-2, delete_partition=True
-                        )
-                    ],
-                )
+                broker_pb2.StopReplicaTopicState(topic_name=TP.topic, partition_states=[deletion])
             ],
         )
-    )
+    )  # fmt: skip
     old_change.callback(Errors.UNKNOWN_TOPIC_ID)
     new_id = "AAAAAAAAAAAAAAAAAAAAAg"
     leader_and_isr(leader.state, topic_id=new_id)
