@@ -373,19 +373,27 @@ def write_reassignment_znode(port: ZkPort, plan: Mapping[TopicPartition, Sequenc
     """Create ``/admin/reassign_partitions`` as Kafka's pre-2.4 tool did (never overwrite:
     the controller only reacts to its creation)."""
     data = codecs.encode_reassignment({tp: tuple(plan[tp]) for tp in sorted(plan, key=tp_key)})
-    in_progress = ReassignmentInProgressError(
-        f"there is an existing assignment running ({paths.REASSIGN_PARTITIONS} exists)"
-    )
     # Checked first, as Kafka's tool does: the same plan submitted again is refused, and a
     # node that appears after this read with our bytes is our create's own first attempt.
-    if port.exists(paths.REASSIGN_PARTITIONS) is not None:
-        raise in_progress
+    refuse_if_reassignment_znode_exists(port)
     try:
         port.create(paths.REASSIGN_PARTITIONS, data, makepath=True)
     except NodeExistsError:
         if holds(port, paths.REASSIGN_PARTITIONS, data):
             return  # ours: the create committed and its reply was lost (the resend met it)
-        raise in_progress from None
+        raise _in_progress() from None
+
+
+def refuse_if_reassignment_znode_exists(port: ZkPort) -> None:
+    """Kafka's pre-2.4 tool: one ZooKeeper submission at a time."""
+    if port.exists(paths.REASSIGN_PARTITIONS) is not None:
+        raise _in_progress()
+
+
+def _in_progress() -> ReassignmentInProgressError:
+    return ReassignmentInProgressError(
+        f"there is an existing assignment running ({paths.REASSIGN_PARTITIONS} exists)"
+    )
 
 
 def read_reassignment_znode(

@@ -38,7 +38,6 @@ from controller.cli.argtypes import int_in, seconds
 from controller.cli.topics_cmd import OneLineErrorParser, add_connection_arguments, run_admin
 from controller.core.model import ReplicaAssignment, TopicPartition
 from controller.security.cli import add_tls_arguments, channel_opener_from_args
-from controller.zk import paths
 from controller.zk.port import ZkPort
 
 DEFAULT_RPC_TIMEOUT_S = 30.0
@@ -246,12 +245,8 @@ def execute_command(args: argparse.Namespace) -> int:
         plan = plans.parse_reassignment_json(_read(args.reassignment_json_file, "reassignment"))
         current = plans.validate_plan(port, plan)
         if args.via_zookeeper:
-            if port.exists(paths.REASSIGN_PARTITIONS):
-                # Refused before anything is printed or any throttle written (as Kafka's tool).
-                raise plans.ReassignmentInProgressError(
-                    f"there is an existing assignment running ({paths.REASSIGN_PARTITIONS} "
-                    "exists)"
-                )
+            # Refused before anything is printed or any throttle written (as Kafka's tool).
+            plans.refuse_if_reassignment_znode_exists(port)
             print(_current_block(current))
             if args.throttle is not None:
                 # The moves under way, as the topic znodes record them (no controller call).

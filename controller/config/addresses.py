@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from controller.zk.paths import zookeeper_path_problem
+
 
 class HostPort(NamedTuple):
     """A listen or connect address; an empty host binds every interface, port 0 is ephemeral."""
@@ -54,7 +56,7 @@ def parse_zookeeper_connect(text: str) -> tuple[tuple[HostPort, ...], str | None
     if chroot is not None and chroot != "/" and (chroot.endswith("/") or "//" in chroot):
         raise ValueError(f"bad chroot {chroot!r} in {text!r}")
     if chroot is not None and chroot != "/":
-        problem = _zookeeper_path_problem(chroot)
+        problem = zookeeper_path_problem(chroot)
         if problem:
             raise ValueError(f"bad chroot {chroot!r} in {text!r}: {problem}")
     if not hosts_text:
@@ -66,21 +68,3 @@ def parse_zookeeper_connect(text: str) -> tuple[tuple[HostPort, ...], str | None
             raise ValueError(f"bad connect string {text!r}: {part!r} needs a host and a port")
         hosts.append(hp)
     return tuple(hosts), (None if chroot == "/" else chroot)
-
-
-def _refused_by_zookeeper(ch: str) -> bool:
-    # ZooKeeper's PathUtils.validatePath, on Java's UTF-16: controls, the surrogate and private
-    # use range (so every character beyond the BMP, a surrogate pair in Java), U+FFF0-U+FFFF.
-    c = ord(ch)
-    return c <= 0x1F or 0x7F <= c <= 0x9F or 0xD800 <= c <= 0xF8FF or c >= 0xFFF0
-
-
-def _zookeeper_path_problem(path: str) -> str | None:
-    """Why ZooKeeper (or kazoo, which cannot send it) would refuse ``path``, else None."""
-    for segment in path.split("/")[1:]:
-        if segment in (".", ".."):
-            return f"relative segment {segment!r}"
-    bad = next((ch for ch in path if _refused_by_zookeeper(ch)), None)
-    if bad is not None:
-        return f"character {bad!a} is not allowed in a ZooKeeper path"
-    return None

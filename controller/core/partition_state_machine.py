@@ -81,12 +81,23 @@ class PartitionStateMachine:
                 ctx.put_partition_state(tp, Online)
             else:
                 ctx.put_partition_state(tp, Offline)
-                if not ctx.is_topic_queued_up_for_deletion(tp.topic):  # going, not an outage
-                    offline.append((tp, NonExistent, info.leader_and_isr, None))
-        # Kafka logs nothing here. A partition found leaderless by a new controller (its
-        # leader died with the old one) is recorded, or the outage is missing from the
-        # state-change log until its next transition (the analytics read outages from it).
-        self.ctl.state_change_log.partitions(offline, Offline)
+                offline.append((tp, info.leader_and_isr))
+        self.record_found_leaderless(offline)
+
+    def record_found_leaderless(self, found: Sequence[tuple[TopicPartition, LeaderAndIsr]]) -> None:
+        """Record partitions a controller takes over without a live leader (its leader died
+        with the old one) as NonExistent -> Offline. Kafka logs nothing here; without it the
+        outage is missing from the state-change log until its next transition (the analytics
+        read outages from it). Topics queued for deletion are going, not out."""
+        ctx = self._ctx
+        self.ctl.state_change_log.partitions(
+            [
+                (tp, NonExistent, lai, None)
+                for tp, lai in found
+                if not ctx.is_topic_queued_up_for_deletion(tp.topic)
+            ],
+            Offline,
+        )
 
     def trigger_online_partition_state_change(self, topic: str | None = None) -> ElectionOutcome:
         ctx = self._ctx

@@ -105,8 +105,8 @@ def adopt_existing_partitions(
         ctx.put_partition_state(
             tp, PartitionState.OnlinePartition if leader_online else PartitionState.OfflinePartition
         )
-        if not leader_online and not ctx.is_topic_queued_up_for_deletion(tp.topic):
-            leaderless.append((tp, PartitionState.NonExistentPartition, info.leader_and_isr, None))
+        if not leader_online:
+            leaderless.append((tp, info.leader_and_isr))
         for replica in ctx.partition_replica_assignment(tp):
             pr = PartitionAndReplica(tp, replica)
             if ctx.is_replica_online(replica, tp):
@@ -120,9 +120,7 @@ def adopt_existing_partitions(
         "when this controller loaded it)",
         partitions=[str(tp) for tp in sorted(states)],
     )
-    # Recorded as a failover records what it finds leaderless: the outage would otherwise be
-    # missing from the state-change log until its next transition.
-    ctl.state_change_log.partitions(leaderless, PartitionState.OfflinePartition)
+    ctl.partition_state_machine.record_found_leaderless(leaderless)  # as a failover does
     ctl.replica_state_machine.handle_state_changes(online, ReplicaState.OnlineReplica)
     ctl.replica_state_machine.handle_state_changes(offline, ReplicaState.OfflineReplica)
     ctl.partition_state_machine.trigger_online_partition_state_change()

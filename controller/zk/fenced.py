@@ -66,11 +66,10 @@ class FencedWriter:
         """
         results: dict[K, list[OpResult] | ZkError] = {}
         # Groups of items, each packed into multis of its own (the halves of a failed batch).
-        groups = [[(key, list(ops)) for key, ops in items.items() if ops]]
+        first = [(key, list(ops)) for key, ops in items.items() if ops]
+        groups = [first] if first else []
         while groups:
-            batches = [batch for group in groups if group for batch in self._pack(group)]
-            if not batches:
-                break
+            batches = [batch for group in groups for batch in self._pack(group)]
             outcomes = self._port.multi_many(
                 [self._with_check(batch, epoch_zk_version) for batch in batches]
             )
@@ -78,7 +77,7 @@ class FencedWriter:
             for batch, outcome in zip(batches, outcomes, strict=True):
                 retry = self._settle(batch, outcome, results)
                 half = (len(retry) + 1) // 2
-                groups.extend((retry[:half], retry[half:]))
+                groups.extend(group for group in (retry[:half], retry[half:]) if group)
         return results
 
     def run_one(self, ops: Sequence[Op], epoch_zk_version: int) -> list[OpResult] | ZkError:

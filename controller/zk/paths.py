@@ -146,6 +146,24 @@ def _utf8_encodable(name: str) -> bool:
     return True
 
 
+def _refused_in_zookeeper_paths(ch: str) -> bool:
+    # ZooKeeper's PathUtils.validatePath, on Java's UTF-16: controls, the surrogate and private
+    # use range (so every character beyond the BMP, a surrogate pair in Java), U+FFF0-U+FFFF.
+    c = ord(ch)
+    return c <= 0x1F or 0x7F <= c <= 0x9F or 0xD800 <= c <= 0xF8FF or c >= 0xFFF0
+
+
+def zookeeper_path_problem(path: str) -> str | None:
+    """Why ZooKeeper (or kazoo, which cannot send it) would refuse ``path``, else None."""
+    for segment in path.split("/")[1:]:
+        if segment in (".", ".."):
+            return f"relative segment {segment!r}"
+    bad = next((ch for ch in path if _refused_in_zookeeper_paths(ch)), None)
+    if bad is not None:
+        return f"character {bad!a} is not allowed in a ZooKeeper path"
+    return None
+
+
 def _segment(name: str, what: str) -> str:
     # Cheap structural guard so a name can never address another znode.
     if not is_znode_name(name):
