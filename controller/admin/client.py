@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from controller.admin.assignment import AdminError
-from controller.config import parse_zookeeper_connect
+from controller.config import canonical_zookeeper_connect, parse_zookeeper_connect
 from controller.security.acls import NO_ZK_SECURITY, ZkSecurity
 from controller.zk.errors import ConnectionLossError, NoAuthError
 from controller.zk.kazoo_port import KazooPort
@@ -43,10 +43,9 @@ def resolve_connect(flag: str | None, environ: Mapping[str, str] | None = None) 
             f"or set {ZK_CONNECT_ENV}"
         )
     try:
-        parse_zookeeper_connect(value)
+        return canonical_zookeeper_connect(value)
     except ValueError as exc:
         raise AdminConnectError(f"invalid ZooKeeper connect string from {source}: {exc}") from None
-    return value.strip()
 
 
 @contextmanager
@@ -70,7 +69,7 @@ def admin_session(
         raise AdminConnectError(f"invalid ZooKeeper connect string: {exc}") from None
     where = ",".join(f"{h.host}:{h.port}" for h in hosts)
     timeout = session_timeout_ms / 1000
-    port = KazooPort(connect, timeout, **security.port_options())
+    port = KazooPort(canonical_zookeeper_connect(connect), timeout, **security.port_options())
     try:
         with warnings.catch_warnings():
             # kazoo warns about a missing chroot itself; the check below says it clearly.

@@ -18,7 +18,12 @@ and ``render`` (effective config and reference). Import from ``controller.config
 from __future__ import annotations
 
 # ``X as X``: public before the split but never in ``__all__``; re-exported without adding them.
-from controller.config.addresses import HostPort, parse_host_port, parse_zookeeper_connect
+from controller.config.addresses import (
+    HostPort,
+    canonical_zookeeper_connect,
+    parse_host_port,
+    parse_zookeeper_connect,
+)
 from controller.config.cmdline import FLAG_ALIASES as FLAG_ALIASES
 from controller.config.cmdline import (
     add_config_arguments,
@@ -56,6 +61,7 @@ __all__ = [
     "Kind",
     "Setting",
     "add_config_arguments",
+    "canonical_zookeeper_connect",
     "changed_settings",
     "flags_from_args",
     "load_config",

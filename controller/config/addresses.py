@@ -38,7 +38,7 @@ def parse_host_port(text: str, *, default_port: int | None = None) -> HostPort:
             raise ValueError(f"bad address {text!r}: expected host:port")
         port = default_port
     else:
-        if not port_text.isdigit():
+        if not (port_text.isascii() and port_text.isdigit()):
             raise ValueError(f"bad address {text!r}: port {port_text!r} is not a number")
         port = int(port_text)
     if not 0 <= port <= 65535:
@@ -68,3 +68,11 @@ def parse_zookeeper_connect(text: str) -> tuple[tuple[HostPort, ...], str | None
             raise ValueError(f"bad connect string {text!r}: {part!r} needs a host and a port")
         hosts.append(hp)
     return tuple(hosts), (None if chroot == "/" else chroot)
+
+
+def canonical_zookeeper_connect(text: str) -> str:
+    """``text`` as ZooKeeper clients read it: ``h1:2181,h2:2181/chroot``. kazoo parses the
+    string again itself and would refuse what this parser tolerates (a space before a comma
+    or the chroot, a default port left out), so it is handed this form, never the raw text."""
+    hosts, chroot = parse_zookeeper_connect(text)
+    return ",".join(str(h) for h in hosts) + (chroot or "")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller.config.addresses import parse_host_port, parse_zookeeper_connect
+from controller.config.addresses import canonical_zookeeper_connect, parse_host_port
 
 ENV_PREFIX = "ZKC_"
 
@@ -122,8 +122,7 @@ def _coerce_kind(s: Setting, raw: object, textual: bool) -> Any:
     if kind is Kind.HOST_PORT:
         return parse_host_port(text)
     if kind is Kind.ZK_CONNECT:
-        parse_zookeeper_connect(text)
-        return text
+        return canonical_zookeeper_connect(text)
     if kind is Kind.PATH:
         if not text:
             raise ValueError("empty path")

@@ -131,3 +131,17 @@ def test_status_skips_a_controller_endpoint_named_with_a_non_ascii_digit(port: Z
     port.ensure_path(f"{paths.CONTROLLER_ENDPOINTS}/²")  # isdigit(), but int() refuses it
     status = collect_status(port, scrape_timeout=0.1)
     assert status.controllers == []
+
+
+def test_the_tools_hand_kazoo_the_connect_string_it_reads() -> None:
+    # `topics list --zookeeper "h:2181 ,h2:2181"` used to end in KazooClient's bare
+    # ValueError traceback; a string the tools cannot read is refused in one line.
+    from kazoo.client import KazooClient
+
+    from controller.admin.client import AdminConnectError, resolve_connect
+
+    connect = resolve_connect("h:2181 ,h2:2181 /kafka")
+    assert connect == "h:2181,h2:2181/kafka"
+    KazooClient(hosts=connect)
+    with pytest.raises(AdminConnectError, match="from ZK_CONNECT: .*port"):
+        resolve_connect(None, {"ZK_CONNECT": "h:21x1"})

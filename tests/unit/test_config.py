@@ -298,6 +298,32 @@ def test_a_chroot_zookeeper_refuses_is_a_config_error(chroot: str, problem: str)
     assert only.key == "zookeeper.connect" and problem in only.message
 
 
+@pytest.mark.parametrize(
+    ("connect", "canonical"),
+    [
+        ("zk1:2181 ,zk2:2181", "zk1:2181,zk2:2181"),
+        ("zk1:2181,zk2:2181 /kafka", "zk1:2181,zk2:2181/kafka"),
+        (" zk1 , zk2:2182/", "zk1:2181,zk2:2182"),
+        ("[::1]:2181/kafka", "[::1]:2181/kafka"),
+    ],
+)
+def test_a_connect_string_is_kept_in_the_form_kazoo_reads(connect: str, canonical: str) -> None:
+    # kazoo parses the string again itself: before, a space this parser tolerated passed
+    # --validate-config and then killed `run` with a bare ValueError from KazooClient.
+    from kazoo.client import KazooClient
+
+    cfg = load_config(env={**REQUIRED_ENV, "ZKC_ZOOKEEPER_CONNECT": connect})
+    assert cfg.zookeeper_connect == canonical
+    KazooClient(hosts=cfg.zookeeper_connect)  # raises ValueError on what kazoo refuses
+
+
+def test_a_port_in_non_ascii_digits_is_a_config_error() -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config(env={**REQUIRED_ENV, "ZKC_ZOOKEEPER_CONNECT": "zk1:\u0662\u0661\u0668\u0661"})
+    (only,) = raised.value.problems
+    assert only.key == "zookeeper.connect" and "is not a number" in only.message
+
+
 def test_a_chroot_with_text_zookeeper_takes_is_accepted() -> None:
     cfg = load_config(env={**REQUIRED_ENV, "ZKC_ZOOKEEPER_CONNECT": "zk1:2181/kafka-é.prod_1"})
     assert cfg.zookeeper_chroot == "/kafka-é.prod_1"
@@ -402,6 +428,30 @@ def test_run_without_zookeeper_fails_unless_the_embedded_one_is_asked_for(
     both = ["run", "--controller-id", "0", "--zookeeper", "zk:2181", "--embedded-zookeeper"]
     assert main(both) == 2
     assert "drop one of them" in capsys.readouterr().err
+
+
+def test_validate_config_reads_the_security_files_run_would_read(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # operations.md: "--validate-config ... prints every problem at once". A missing
+    # certificate passed it (exit 0) and stopped `run` only.
+    from controller.cli.main import main
+
+    for name in list(os.environ):
+        if name == "ZK_CONNECT" or name.startswith("ZKC_"):
+            monkeypatch.delenv(name)
+    base = ["run", "--validate-config", "--controller-id", "0", "--zookeeper", "zk:2181"]
+    assert main(base) == 0
+    capsys.readouterr()
+    missing = tmp_path / "absent.pem"
+    tls = ["--grpc-tls-cert-file", str(missing), "--grpc-tls-key-file", str(missing)]
+    assert main([*base, *tls]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("security configuration:") and "absent.pem" in err
+    monkeypatch.setenv("ZKC_ZOOKEEPER_AUTH_SCHEME", "digest")
+    monkeypatch.setenv("ZKC_ZOOKEEPER_AUTH_CREDENTIALS_FILE", str(tmp_path / "no-creds"))
+    assert main(base) == 2
+    assert "no-creds" in capsys.readouterr().err
 
 
 def test_secrets_have_no_command_line_flag() -> None:
