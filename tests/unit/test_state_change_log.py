@@ -187,6 +187,25 @@ def test_size_based_rotation_keeps_events_whole_and_the_newest_backups(tmp_path:
     assert [r["topic"] for r in records(path.read_text())] == ["last"]
 
 
+@pytest.mark.timeout(60)
+def test_rotation_with_the_largest_backups_setting_moves_only_the_files_there_are(
+    tmp_path: Path,
+) -> None:
+    # It used to stat every possible backup, on the event thread: ~7 hours at this setting.
+    (tmp_path / "other.log.1").write_text("not ours\n")
+    path = tmp_path / "sc.log"
+    log = StateChangeLog(path, 1, max_bytes=1, backups=2**31 - 1)
+    for event in range(3):
+        log.partition(TopicPartition(f"t{event}", 0), None, "NewPartition")
+        log.flush()  # every event crosses max_bytes: rotated here
+    log.close()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["other.log.1", "sc.log", "sc.log.1", "sc.log.2", "sc.log.3"]
+    backups = ("sc.log.3", "sc.log.2", "sc.log.1")
+    assert [records((tmp_path / n).read_text())[0]["topic"] for n in backups] == [
+        "t0", "t1", "t2"]
+
+
 def test_no_rotation_by_default(tmp_path: Path) -> None:
     path = tmp_path / "sc.log"
     log = StateChangeLog(path, 1)
