@@ -50,7 +50,7 @@ from controller.rpc.server import (
 from controller.rpc.service import ControllerServicer
 from controller.security import authz
 from controller.security.acls import zk_security_from_config
-from controller.security.tls import ClientTls, client_tls, server_tls
+from controller.security.tls import ClientTls, ServerTls, client_tls, server_tls
 from controller.signals import Interrupted, SignalInbox
 from controller.state_change_log import StateChangeLog
 from controller.zk import paths
@@ -170,14 +170,11 @@ class ControllerDaemon:
         )
         gc.set_threshold(*GC_THRESHOLDS)
         freeze_heap_after_failover(self.controller, self.channel)
+        listen = config.grpc_listen
         self.grpc = ControllerGrpcServer(
-            str(config.grpc_listen),
-            tls=server_tls(
-                config.grpc_tls_cert_file,
-                config.grpc_tls_key_file,
-                config.grpc_tls_ca_file,
-                client_auth_required=config.grpc_tls_client_auth == "required",
-            ),
+            # gRPC refuses an empty host; ":PORT" means every interface, as for metrics.listen.
+            str(listen) if listen.host else f"0.0.0.0:{listen.port}",
+            tls=_grpc_server_tls(config),
             interceptors=authz.interceptors(
                 {
                     ADMIN_SERVICE: authz.parse_principals(config.admin_allowed_principals),
@@ -403,6 +400,23 @@ class ControllerDaemon:
             changed={s.name: getattr(merged, s.attr) for s in dynamic},
         )
         return tuple(s.name for s in dynamic)
+
+
+def check_security_files(config: ControllerConfig) -> None:
+    """Read every credentials, certificate and key file the daemon would read at start:
+    ``run --validate-config`` reports them. Raises CredentialsError or TlsConfigError."""
+    zk_security_from_config(config)
+    _grpc_server_tls(config)
+    _broker_client_tls(config)
+
+
+def _grpc_server_tls(config: ControllerConfig) -> ServerTls | None:
+    return server_tls(
+        config.grpc_tls_cert_file,
+        config.grpc_tls_key_file,
+        config.grpc_tls_ca_file,
+        client_auth_required=config.grpc_tls_client_auth == "required",
+    )
 
 
 def _broker_client_tls(config: ControllerConfig) -> ClientTls | None:

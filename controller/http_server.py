@@ -149,7 +149,13 @@ class ControllerHttpServer:
     ) -> None:
         host, port = address
         server_class = _Server6 if ":" in host else _Server  # IPv6 literals need AF_INET6
-        self._server = server_class((host, port), _Handler)  # binds now: errors surface here
+        try:
+            self._server = server_class((host, port), _Handler)  # binds now
+        except OSError as exc:  # say which listener: the bare errno names neither
+            where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            raise OSError(
+                exc.errno, f"cannot bind the metrics listener to {where}: {exc.strerror or exc}"
+            ) from None
         self._server.registry = registry
         self._server.readiness = readiness
         # serve_forever polls for shutdown; 0.1 s keeps shutdown() quick at negligible cost.

@@ -80,6 +80,15 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
     if args.validate_config:
+        from controller.daemon import check_security_files
+        from controller.security.acls import CredentialsError
+        from controller.security.tls import TlsConfigError
+
+        try:
+            check_security_files(config)
+        except (CredentialsError, TlsConfigError) as error:
+            print(f"security configuration: {error}", file=sys.stderr)
+            return 2
         print(render_effective_config(config))
         return 0
     if config is None:

@@ -70,6 +70,27 @@ def test_defaults_are_kafkas_and_a_zero_socket_timeout_means_the_request_timeout
     assert zero.channel.connect_timeout_s == 4.0
 
 
+def test_a_grpc_listen_without_a_host_binds_every_interface(tmp_path: Path) -> None:
+    # ":PORT" passed validation (an empty host binds every interface, as metrics.listen
+    # does) and then failed: "cannot bind the gRPC listener to :0".
+    daemon = daemon_with(tmp_path, **{"grpc.listen": ":0"})
+    assert daemon.grpc.port > 0
+    assert daemon.grpc.address.startswith("0.0.0.0:")
+
+
+def test_a_metrics_listen_that_cannot_bind_names_the_listener(tmp_path: Path) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from controller.http_server import start_http_server
+
+    taken = start_http_server(("127.0.0.1", 0), CollectorRegistry())
+    try:
+        with pytest.raises(OSError, match=rf"metrics listener to 127.0.0.1:{taken.port}: "):
+            start_http_server(("127.0.0.1", taken.port), CollectorRegistry())
+    finally:
+        taken.shutdown()
+
+
 def test_state_change_log_rotation_comes_from_the_configuration(tmp_path: Path) -> None:
     daemon = daemon_with(
         tmp_path,
