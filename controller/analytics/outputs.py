@@ -86,12 +86,13 @@ def build(
     """All output datasets, from ``facts``. ``keep`` marks the intermediates several outputs
     reuse (the job persists them; tests leave them lazy). ``per_epoch``:
     ``controller.epoch_summary`` of the facts, when the caller has it already."""
-    ivals = keep(availability.intervals(facts))
-    windows = keep(availability.unavailability_windows(ivals, periods))
-    churn_daily = keep(churn.partition_churn_daily(facts))
     summary = controller.epoch_summary(facts) if per_epoch is None else per_epoch
     every_tenure = keep(controller.all_tenures(summary))
     tenure_rows = controller.tenures(every_tenure, periods)
+    failovers = keep(controller.failover_gaps(every_tenure, session_timeout_s))
+    ivals = keep(availability.intervals(facts, failovers))
+    windows = keep(availability.unavailability_windows(ivals, periods))
+    churn_daily = keep(churn.partition_churn_daily(facts))
     frames: dict[str, DataFrame] = {
         "unavailability_windows": windows,
         "availability_hourly": availability.availability_hourly(ivals, periods),
@@ -103,7 +104,7 @@ def build(
         "broker_churn_daily": churn.broker_churn_daily(facts),
         "flapping_partitions": churn.flapping_partitions(churn_daily, top_n),
         "controller_tenures": tenure_rows,
-        "controller_gaps": controller.gaps(every_tenure, periods, session_timeout_s),
+        "controller_gaps": controller.gaps(failovers, periods),
         "leader_imbalance_hourly": imbalance.leader_imbalance_hourly(facts, periods),
     }
     return {

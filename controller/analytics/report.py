@@ -13,6 +13,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from controller.analytics import svg
+from controller.analytics.transforms import availability
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -44,7 +45,7 @@ def gather(datasets: Mapping[str, Dataset], stats: Sequence[ClusterStats]) -> di
             d["availability_hourly"].select("cluster", "hour", "availability_pct",
                                             "avg_offline_partitions")),
         "mttr": lambda: _rows(
-            windows.where(c("start_known") & (c("end_reason") == "recovered"))
+            windows.where(availability.timed() & (c("end_reason") == "recovered"))
             .select(_mttr_bin(c("outage_s")).alias("bin"))
             .groupBy("bin").count()),
         "elections": lambda: _rows(
@@ -329,7 +330,8 @@ def render_html(facts: Mapping[str, Any], stats: Sequence[ClusterStats]) -> str:
         ),
         "<h2>Time to recover</h2>",
         "<p class='sub'>Unavailability windows by duration, from losing the leader to "
-        "having one again (windows with a known start that recovered).</p>",
+        "having one again (windows that recovered, with a start in the log or estimated "
+        "from a controller gap).</p>",
         svg.bars(list(MTTR_LABELS), {"windows": hist}, "MTTR distribution", "windows",
                  label_every=1, markers=markers),
         "<h3>Longest unavailability in the period</h3>",

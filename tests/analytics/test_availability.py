@@ -266,31 +266,58 @@ def _us(seconds: float) -> int:
     return round(at(seconds).timestamp() * 1_000_000)
 
 
+_INSTANTS_EST = (*_INSTANTS, "start_estimated")
+
+
 def test_a_partition_a_new_controller_finds_offline_is_an_outage_of_unknown_start(
     spark, tmp_path: Path
 ) -> None:
     # The controller records a partition it finds without a live leader at its failover as
-    # NonExistentPartition -> OfflinePartition. With the previous controller's lines the
-    # outage starts there; in the new controller's own log alone (its first record) it was
-    # offline since before the log: start unknown, kept out of MTTR.
+    # NonExistentPartition -> OfflinePartition. In the new controller's own log alone (its
+    # first record) it was offline since before the log: start unknown, kept out of MTTR.
     alone = Log(controller_id=2, epoch=6)
     alone.part(50, "b", 0, "NonExistentPartition", "OfflinePartition", -1, [1], None,
                "ControllerChange")  # fmt: skip
     alone.online(120, "b", 0, leader=1, isr=[1])
     (tmp_path / "alone").mkdir()
     a = analyze_lines(spark, tmp_path / "alone", alone.lines)
-    [w] = a["unavailability_windows"].selectExpr(*_INSTANTS).collect()
-    assert (w.start_known, w.start_us, w.end_us) == (False, None, _us(120))
+    [w] = a["unavailability_windows"].selectExpr(*_INSTANTS_EST).collect()
+    assert (w.start_known, w.start_us, w.end_us, w.start_estimated) == (
+        False, None, _us(120), False)
     [summary] = a["availability_summary"].where("topic IS NULL").collect()
     assert summary.mttr_p50_s is None
 
-    merged = Log()
-    merged.create(0, "b", 0, [1])
-    merged.new_controller(40, controller_id=2)
-    merged.part(50, "b", 0, "NonExistentPartition", "OfflinePartition", -1, [1], None,
-                "ControllerChange")  # fmt: skip
-    merged.online(120, "b", 0, leader=1, isr=[1])
-    (tmp_path / "merged").mkdir()
-    a = analyze_lines(spark, tmp_path / "merged", merged.lines)
-    [w] = a["unavailability_windows"].selectExpr(*_INSTANTS).collect()
-    assert (w.start_known, w.start_us, w.end_us, w.duration_s) == (True, _us(50), _us(120), 70.0)
+
+def test_an_outage_found_at_a_failover_starts_with_the_controller_gap(
+    spark, tmp_path: Path
+) -> None:
+    # With the previous controller's lines, the partition was online under it and it logged
+    # no loss: the leader went while no controller worked. Controller 1 (epoch 5) crashed
+    # after its last line at 0 s; controller 2 was elected at 40 s, so the gap starts one
+    # session timeout (18 s) earlier, at 22 s, and lasts until controller 2 is ready (60 s).
+    # Its failover found b-0 offline at 50 s: the window starts at 22 s, an estimate, and
+    # counts for MTTR and availability. c-0, which controller 2 saw go offline after it was
+    # ready, keeps its logged start.
+    log = Log()
+    log.create(0, "b", 0, [1])
+    log.create(0, "c", 0, [1])
+    log.new_controller(40, controller_id=2, ready_after=20)
+    log.part(50, "b", 0, "NonExistentPartition", "OfflinePartition", -1, [1], None,
+             "ControllerChange")  # fmt: skip
+    log.part(50, "c", 0, "NonExistentPartition", "OnlinePartition", 1, [1], None,
+             "ControllerChange")  # fmt: skip
+    log.online(120, "b", 0, leader=1, isr=[1])
+    log.offline(150, "c", 0, [1])
+    log.online(160, "c", 0, leader=1, isr=[1])
+    log.replica(200, "b", 0, 1, "OnlineReplica", "OnlineReplica", 1, [1])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    windows = a["unavailability_windows"].orderBy("topic").selectExpr(*_INSTANTS_EST)
+    assert [tuple(w) for w in windows.collect()] == [
+        (False, _us(22), _us(120), 98.0, True),
+        (True, _us(150), _us(160), 10.0, False),
+    ]
+    [summary] = a["availability_summary"].where("topic IS NULL").collect()
+    assert (summary.offline_partition_s, summary.mttr_max_s) == (108.0, 98.0)
+    [gap] = a["controller_gaps"].selectExpr(
+        "unix_micros(gap_start)", "unix_micros(gap_end)").collect()
+    assert tuple(gap) == (_us(22), _us(60))

@@ -6,9 +6,11 @@ partition lost its leader (OfflinePartition, or leader -1) and ends when a parti
 brought it online again, or when its topic was deleted, or not at all within the data.
 
 A partition whose first record leaves OfflinePartition was offline since before the log
-began: that window starts at the period start and its true start is unknown. Windows are
-clipped to the period for availability; MTTR uses only windows whose recovery was seen, in the
-period, and whose start is known.
+began: that window starts at the period start and its true start is unknown. A partition a
+new controller finds offline at its failover lost its leader while no controller was working:
+its window starts at the controller gap's start, an estimate. Windows are clipped to the
+period for availability; MTTR uses only windows whose recovery was seen, in the period, and
+whose start is logged or estimated.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from controller.analytics.transforms.timeline import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, WindowSpec
 
 KEY = ["cluster", "topic", "partition"]
 
@@ -72,10 +74,15 @@ def emit() -> list[Column]:
     ]
 
 
-def intervals(facts: DataFrame) -> DataFrame:
+def intervals(facts: DataFrame, failovers: DataFrame | None = None) -> DataFrame:
     """Phase intervals: ``KEY, phase, start_ts`` (null: since before the log), ``end_ts``
     (null: still so at the end of the data), and what ended it: ``next_phase``,
-    ``end_election``, ``end_leader``, plus ``epoch_at_start``/``epoch_at_end``."""
+    ``end_election``, ``end_leader``, plus ``epoch_at_start``/``epoch_at_end``.
+
+    ``failovers`` (``controller.failover_gaps``): with them, an offline interval that a new
+    controller found at its failover, after the partition was online under its predecessor,
+    starts at the controller gap's start (``start_estimated``): the predecessor logged
+    nothing, so the leader was lost in the gap, not when its successor looked."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -88,17 +95,56 @@ def intervals(facts: DataFrame) -> DataFrame:
     w = Window.partitionBy(*KEY).orderBy(
         c("ts").asc_nulls_first(), "controller_epoch", "seq", "controller_id"
     )
+    if failovers is None:
+        edges = edges.select("*", c("ts").alias("start_ts"), F.lit(False).alias("estimated"))
+    else:
+        edges = _found_at_failover(edges, failovers, w)
     return edges.select(
         *KEY,
         "phase",
-        c("ts").alias("start_ts"),
-        F.lead("ts").over(w).alias("end_ts"),
+        "start_ts",
+        F.lead("start_ts").over(w).alias("end_ts"),
+        c("estimated").alias("start_estimated"),
         F.lead("phase").over(w).alias("next_phase"),
         F.lead("election").over(w).alias("end_election"),
         F.lead("leader").over(w).alias("end_leader"),
         c("controller_epoch").alias("epoch_at_start"),
         F.lead("controller_epoch").over(w).alias("epoch_at_end"),
     )
+
+
+def _found_at_failover(edges: DataFrame, failovers: DataFrame, w: WindowSpec) -> DataFrame:
+    """``edges`` with ``start_ts`` (when its phase began) and ``estimated``: an edge to
+    offline logged during a failover (by the controller that ended the gap, or one elected
+    inside it) from online under an earlier epoch starts at the gap's start, but not before
+    the online phase began."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    # One row per epoch that may log the failover's findings (elected inside the gap or
+    # ending it): an equi-join, not a range join over every edge.
+    during = failovers.select(
+        "cluster",
+        F.explode(F.sequence(c("from_epoch") + 1, c("to_epoch"))).alias("controller_epoch"),
+        c("start_ts").alias("_gap_start"),
+        c("end_ts").alias("_gap_end"),
+    )
+    before = edges.select(
+        "*",
+        F.lag("phase").over(w).alias("_phase_before"),
+        F.lag("controller_epoch").over(w).alias("_epoch_before"),
+        F.lag("ts").over(w).alias("_ts_before"),
+    ).join(F.broadcast(during), ["cluster", "controller_epoch"], "left")
+    found = F.coalesce(
+        (c("phase") == OFFLINE) & (c("_phase_before") == ONLINE)
+        & (c("_epoch_before") < c("controller_epoch"))
+        & (c("_gap_start") < c("ts"))
+        & (c("_gap_end").isNull() | (c("ts") <= c("_gap_end"))),
+        F.lit(False),
+    )
+    # greatest() skips nulls: an online phase since before the log does not bound it.
+    start = F.when(found, F.greatest(c("_gap_start"), c("_ts_before"))).otherwise(c("ts"))
+    return before.select(*edges.columns, start.alias("start_ts"), found.alias("estimated"))
 
 
 def clipped(ivals: DataFrame, periods: DataFrame) -> DataFrame:
@@ -143,7 +189,8 @@ def unavailability_windows(ivals: DataFrame, periods: DataFrame) -> DataFrame:
         F.when(c("start_ts").isNotNull() & c("end_ts").isNotNull(),
                seconds_between(c("end_ts"), c("start_ts"))).alias("outage_s"),
         reason.alias("end_reason"),
-        c("start_ts").isNotNull().alias("start_known"),
+        (c("start_ts").isNotNull() & ~c("start_estimated")).alias("start_known"),
+        "start_estimated",
         election_label(c("end_election")).alias("recovery_election"),
         F.when(c("next_phase") == ONLINE, c("end_leader")).alias("leader_after"),
         "epoch_at_start",
@@ -151,6 +198,13 @@ def unavailability_windows(ivals: DataFrame, periods: DataFrame) -> DataFrame:
         (c("epoch_at_start") != c("epoch_at_end")).alias("controller_failover"),
         F.to_date("window_start").alias("dt"),
     )
+
+
+def timed() -> Column:
+    """Windows whose start is logged or estimated from a controller gap: those MTTR uses."""
+    from pyspark.sql import functions as F
+
+    return F.col("start_known") | F.col("start_estimated")
 
 
 def _exists_events(ivals: DataFrame, periods: DataFrame) -> DataFrame:
@@ -227,7 +281,7 @@ def availability_summary(
     offline_s = F.when(c("phase") == OFFLINE, c("duration_s")).otherwise(0.0)
     recovered = c("end_reason") == "recovered"
     mttr = (
-        c("start_known") & recovered & (c("end_ts") >= c("period_start"))
+        timed() & recovered & (c("end_ts") >= c("period_start"))
         & (c("end_ts") <= c("period_end"))
     )
     win = windows.join(F.broadcast(periods), "cluster").select(

@@ -153,13 +153,12 @@ def tenures(tenure_rows: DataFrame, periods: DataFrame) -> DataFrame:
 DEFAULT_SESSION_TIMEOUT_S = 18.0  # Kafka's zookeeper.session.timeout.ms default
 
 
-def gaps(
-    tenure_rows: DataFrame,
-    periods: DataFrame,
-    session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S,
+def failover_gaps(
+    tenure_rows: DataFrame, session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S
 ) -> DataFrame:
-    """The stretches with no working controller, clipped to the period: from the end of one
-    controller that became ready to the next one being ready.
+    """The stretches with no working controller over the whole log, one per failover: from
+    the end of one controller that became ready (``start_ts``) to the next one being ready
+    (``end_ts``, null while it is not).
 
     ``tenure_rows`` is ``all_tenures`` (the whole log, so a failover across the period's
     start is still seen). Tenures that never became ready (elected, then gone) are inside a
@@ -208,31 +207,38 @@ def gaps(
         .when(crashed, F.lit("crashed"))
         .otherwise(F.lit("session_lost"))
     )
-    # The newest controller not ready by the end of the data: the gap lasts to the period's
-    # end (null here, the period's end once joined below).
+    # The newest controller not ready by the end of the data: the gap lasts to the end of the
+    # data (null here; ``gaps`` ends it at the period's end).
     gap_end = (
         F.when(c("ready_ts").isNotNull(), c("ready_ts"))
         .when(c("_newest"), F.lit(None).cast("timestamp"))
         .otherwise(F.coalesce(c("elected_ts"), c("first_seen_ts")))
     )
-    raw = prev.select(
+    return prev.select(
         "cluster",
         "from_epoch",
         c("controller_epoch").alias("to_epoch"),
         "from_controller",
         c("controller_id").alias("to_controller"),
-        gap_start.alias("_start"),
-        gap_end.alias("_end"),
+        gap_start.alias("start_ts"),
+        gap_end.alias("end_ts"),
         cause.alias("cause"),
         (c("controller_epoch") - c("from_epoch")).cast("int").alias("elections"),
         seconds_between(succ, c("_last_seen_ts")).alias("silence_before_election_s"),
         c("ready_ts").isNull().alias("never_ready"),
     )
-    clipped_start = F.greatest(c("_start"), c("period_start"))
-    clipped_end = F.least(F.coalesce(c("_end"), c("period_end")), c("period_end"))
+
+
+def gaps(failovers: DataFrame, periods: DataFrame) -> DataFrame:
+    """The gaps of ``failovers`` (``failover_gaps``) that overlap the period, clipped to it."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    clipped_start = F.greatest(c("start_ts"), c("period_start"))
+    clipped_end = F.least(F.coalesce(c("end_ts"), c("period_end")), c("period_end"))
     return (
-        raw.join(F.broadcast(periods), "cluster")
-        .where((clipped_end >= c("period_start")) & (c("_start") <= c("period_end")))
+        failovers.join(F.broadcast(periods), "cluster")
+        .where((clipped_end >= c("period_start")) & (c("start_ts") <= c("period_end")))
         .select(
             "cluster",
             "from_epoch",
@@ -246,7 +252,7 @@ def gaps(
             "elections",
             "silence_before_election_s",
             "never_ready",
-            (c("_start") < c("period_start")).alias("started_before_period"),
+            (c("start_ts") < c("period_start")).alias("started_before_period"),
             F.to_date(clipped_start).alias("dt"),
         )
     )
