@@ -275,6 +275,14 @@ class UpdateFeatures(ReplyingEvent):
     validate_only: bool = False
 
 
+@dataclass(eq=False)
+class FeatureZNodeChange(ControllerEvent):
+    """``/feature`` created, changed or deleted (Kafka's ``FinalizedFeatureChangeListener``
+    keeps its feature cache in step the same way)."""
+
+    state: ClassVar[ControllerState] = ControllerState.UpdateFeatures
+
+
 # -- diagnostics ---------------------------------------------------------------------------
 
 

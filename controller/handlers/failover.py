@@ -314,7 +314,7 @@ class ControllerElection:
         was_ready = ctl.context.epoch != 0
         for path in (paths.ISR_CHANGE_NOTIFICATION, paths.LOG_DIR_EVENT_NOTIFICATION):
             gateway.unregister_child_handler(path)
-        for path in (paths.REASSIGN_PARTITIONS, paths.PREFERRED_REPLICA_ELECTION):
+        for path in (paths.REASSIGN_PARTITIONS, paths.PREFERRED_REPLICA_ELECTION, paths.FEATURE):
             gateway.unregister_change_handler(path)
         for broker_id in ctl.context.live_or_shutting_down_broker_ids():
             gateway.unregister_change_handler(paths.broker_path(broker_id))

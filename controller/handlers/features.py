@@ -4,9 +4,10 @@ out of the live set.
 
 This controller runs as Kafka's does with an IBP of 3.3 or later: feature versioning is
 enabled and ``/feature`` is written in version 2. The finalized features are read at
-failover and re-read before every update (the controller is ``/feature``'s only writer; the
-update is conditional on the version read, so a concurrent writer is detected, not
-overwritten).
+failover and re-read before every update (the update is conditional on the version read, so
+a concurrent writer is detected, not overwritten). A watch on ``/feature`` follows changes
+made by hand, as Kafka's feature cache does: the levels brokers are checked against are
+always those in ZooKeeper.
 
 A ``/feature`` that cannot be decoded is left alone (overwriting it would lose the levels the
 cluster runs at): the controller logs it, checks no broker against it, and refuses updates
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from controller.api.errors import ApiError, Errors
-from controller.core.events import BrokerChange, UpdateFeatures
+from controller.core.events import BrokerChange, FeatureZNodeChange, UpdateFeatures
 from controller.core.features import (
     SupportedFeatures,
     apply_feature_updates,
@@ -35,6 +36,7 @@ from controller.zk.errors import (
     ZkError,
 )
 from controller.zk.gateway_cluster import ABSENT
+from controller.zk.watches import ZNodeChangeHandler
 
 if TYPE_CHECKING:
     from controller.core.controller import Controller
@@ -55,7 +57,19 @@ class FeatureVersioning:
         ctl.features = self
 
     def handlers(self) -> dict[type, Any]:
-        return {UpdateFeatures: self.process_update_features}
+        return {
+            UpdateFeatures: self.process_update_features,
+            FeatureZNodeChange: lambda e: self.process_feature_znode_change(),
+        }
+
+    def _feature_handler(self) -> ZNodeChangeHandler:
+        put = self.ctl.put
+        return ZNodeChangeHandler(
+            paths.FEATURE,
+            on_creation=lambda: put(FeatureZNodeChange()),
+            on_deletion=lambda: put(FeatureZNodeChange()),
+            on_data_change=lambda: put(FeatureZNodeChange()),
+        )
 
     # -- failover ------------------------------------------------------------------------
 
@@ -64,8 +78,9 @@ class FeatureVersioning:
         with no features when absent, re-enable a disabled one (clearing its features)."""
         gateway = self.ctl.gateway
         self.incompatible_brokers.clear()
+        gateway.register_change_handler(self._feature_handler())
         try:
-            current = gateway.get_feature_znode()
+            current = gateway.get_feature_znode(watch=True)
         except MalformedZnodeError as exc:
             log.error(
                 "cannot read the finalized features; checking no broker against them",
@@ -114,6 +129,42 @@ class FeatureVersioning:
             features=self.finalized,
             feature_epoch=self.epoch,
         )
+
+    def process_feature_znode_change(self) -> None:
+        """``/feature`` changed: follow it (absent or disabled: no features; unreadable:
+        none checked), and let brokers refused under the old levels in if they may fit."""
+        if not self.ctl.is_active:
+            return
+        try:
+            current = self.ctl.gateway.get_feature_znode(watch=True)
+        except MalformedZnodeError as exc:
+            if self.finalized is not None:
+                log.error(
+                    "cannot read the finalized features; checking no broker against them",
+                    path=exc.path,
+                    error=exc.problem,
+                )
+            finalized, epoch = None, ABSENT
+        else:
+            if current is None:
+                finalized, epoch = {}, ABSENT
+            elif current[0].status == codecs.FEATURE_STATUS_DISABLED:
+                finalized, epoch = {}, current[1]
+            else:
+                finalized, epoch = current[0].levels(), current[1]
+        self.epoch = epoch
+        if finalized == self.finalized:
+            return
+        log.warning(
+            "finalized features changed in ZooKeeper, not by this controller",
+            path=paths.FEATURE,
+            before=self.finalized,
+            after=finalized,
+            feature_epoch=epoch,
+        )
+        self.finalized = finalized
+        if self.incompatible_brokers:
+            self.ctl.put(BrokerChange())
 
     # -- broker compatibility ------------------------------------------------------------
 

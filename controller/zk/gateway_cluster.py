@@ -48,10 +48,11 @@ class ClusterZnodes:
 
     # -- /feature ------------------------------------------------------------------------
 
-    def get_feature_znode(self) -> tuple[codecs.FeatureZNode, int] | None:
+    def get_feature_znode(self, *, watch: bool = False) -> tuple[codecs.FeatureZNode, int] | None:
         """``/feature`` and its version (the features' epoch), or None when absent.
-        Raises ``MalformedZnodeError`` for content that cannot be decoded."""
-        got = self.get_data(paths.FEATURE, watch=False)
+        Raises ``MalformedZnodeError`` for content that cannot be decoded. ``watch``: arm
+        the registered change handler."""
+        got = self.get_data(paths.FEATURE, watch=watch)
         if got is None:
             return None
         return codecs.decode_feature_znode(got[0]), got[1]

@@ -218,7 +218,8 @@ def test_an_update_that_makes_a_refused_broker_compatible_brings_it_in(
 ) -> None:
     _broker_2_refused_at_f_2(h)
     assert update(h, FeatureUpdateItem("f", 1, SAFE)) == {"f": None}
-    assert [type(e) for e in h.pending_events()] == [BrokerChange]
+    # (and the write's own FeatureZNodeChange, which finds the levels it knows)
+    assert BrokerChange in [type(e) for e in h.pending_events()]
     h.drain()
     assert h.ctx.live_broker_ids() == {1, 2}
     assert h.controller.features.incompatible_brokers == set()
@@ -376,6 +377,16 @@ def test_an_unreadable_block_stops_allocation_and_is_not_overwritten(h: Controll
     assert h.controller.is_active
 
 
+def test_a_block_kafkas_zookeeper_migration_wrote_is_followed(h: ControllerHarness) -> None:
+    # Kafka's ZkMigrationClient writes broker -1; Kafka's reader takes any int. It used to
+    # stop allocation (UNKNOWN_SERVER_ERROR) until the znode was edited by hand.
+    b1 = h.register_broker(1)
+    h.start()
+    migrated = b'{"version":1,"broker":-1,"block_start":"5000","block_end":"5999"}'
+    h.admin.set(paths.LATEST_PRODUCER_ID_BLOCK, migrated)
+    assert allocate(h, 1, b1.epoch) == (1, 6000, 6999)
+
+
 def test_exhausted_producer_ids_are_an_error_not_a_wrap(h: ControllerHarness) -> None:
     b1 = h.register_broker(1)
     h.start()
@@ -403,3 +414,49 @@ def test_allocate_on_a_standby_is_not_controller(h: ControllerHarness) -> None:
     h.process(event)
     with pytest.raises(NotControllerError):
         event.reply.result(0)
+
+
+# -- /feature changed by hand ------------------------------------------------------------------
+
+
+def test_a_feature_znode_emptied_by_hand_lets_a_refused_broker_in(h: ControllerHarness) -> None:
+    # Kafka's feature cache follows /feature through a watch; ours used to keep the levels
+    # of the last failover or update: broker 2 stayed out until the next failover.
+    _broker_2_refused_at_f_2(h)
+    write_feature(h, FeatureZNode(2, FEATURE_STATUS_ENABLED, {}))
+    h.drain()
+    assert h.controller.features.finalized == {}
+    assert h.ctx.live_broker_ids() == {1, 2}
+    assert h.controller.features.incompatible_brokers == set()
+
+
+def test_a_feature_znode_deleted_by_hand_is_no_features(h: ControllerHarness) -> None:
+    _broker_2_refused_at_f_2(h)
+    h.admin.delete(paths.FEATURE)
+    h.drain()
+    assert h.controller.features.finalized == {}
+    assert h.ctx.live_broker_ids() == {1, 2}
+    # An update creates it again.
+    assert update(h, FeatureUpdateItem("f", 1, UP)) == {"f": None}
+    assert feature_znode(h)[1] == 0 and h.controller.features.finalized == {"f": 1}
+
+
+def test_a_repaired_feature_znode_is_checked_against_again(h: ControllerHarness) -> None:
+    # Malformed at failover: no broker is checked. Repaired as the log tells the operator:
+    # brokers that cannot run its levels are kept out again.
+    h.admin.create(paths.FEATURE, b'{"version":2,"status":7,"features":{}}', makepath=True)
+    h.register_broker(1, features=NEW)
+    h.start()
+    assert h.controller.features.finalized is None
+    h.admin.set(paths.FEATURE, codecs.encode_feature_znode(
+        FeatureZNode(2, FEATURE_STATUS_ENABLED, {"f": (2, 2)})))
+    h.drain()
+    assert h.controller.features.finalized == {"f": 2}
+    h.register_broker(2, features=OLD)
+    h.drain()
+    assert h.ctx.live_broker_ids() == {1}
+    assert h.controller.features.incompatible_brokers == {2}
+    # Broken again by hand: logged, and no broker is checked until it is repaired.
+    h.admin.set(paths.FEATURE, b"{")
+    h.drain()
+    assert h.controller.features.finalized is None and h.controller.is_active

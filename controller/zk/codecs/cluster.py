@@ -101,7 +101,8 @@ def decode_producer_id_block(
         return None
     obj = load(data, path)
     version_field(obj, path, (1,))
-    broker = int_field(obj, "broker", path, 0)
+    # Any int, as Kafka reads it: its ZooKeeper migration writes broker -1.
+    broker = int_field(obj, "broker", path)
     start = decimal_str(obj, "block_start", path)
     end = decimal_str(obj, "block_end", path)
     if end < start:
