@@ -16,6 +16,7 @@ import gzip
 import json
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,7 +37,7 @@ class Readiness:
     zookeeper_connected: bool
     active: bool
     controller_id: int
-    epoch: int | None = None  # the controller epoch last seen, if any
+    epoch: int | None = None  # this process's controller epoch while active, else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,20 +51,91 @@ class Readiness:
 ReadinessSource = Callable[[], Readiness]
 
 
+MAX_CONNECTIONS = 32  # handler threads at once; more connections are closed at once
+REQUEST_DEADLINE_S = 30.0  # for a client to send its whole request
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a stuck client must not keep the process alive
     registry: CollectorRegistry
     readiness: ReadinessSource | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A thread per connection, but not without bound: slow clients holding threads
+        # would starve the daemon's own thread starts under a task limit.
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            log.warning("too many HTTP connections; closing one", client=client_address[0],
+                        limit=MAX_CONNECTIONS)  # fmt: skip
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()  # no thread was started to release it
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
 
 class _Server6(_Server):
     address_family = socket.AF_INET6
 
 
+class _DeadlineReader:
+    """The request stream, read line by line against one deadline for the whole request:
+    a socket timeout alone bounds each ``recv``, so a client sending a byte at a time could
+    hold its thread for ever."""
+
+    def __init__(self, stream: Any, sock: socket.socket, deadline: float) -> None:
+        self._stream = stream
+        self._sock = sock
+        self._deadline = deadline
+
+    def readline(self, limit: int = -1) -> bytes:
+        line = bytearray()
+        while limit < 0 or len(line) < limit:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("the request took too long to arrive")
+            self._sock.settimeout(remaining)
+            chunk = self._stream.peek(1)  # what is buffered, or one recv
+            if not chunk:
+                break
+            end = chunk.find(b"\n")
+            take = len(chunk) if end < 0 else end + 1
+            if limit >= 0:
+                take = min(take, limit - len(line))
+            line += self._stream.read(take)
+            if line.endswith(b"\n"):
+                break
+        return bytes(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
-    timeout = 30  # seconds a client may take to send its request
+    timeout = REQUEST_DEADLINE_S  # each recv; the whole request: _DeadlineReader
     server_version = "zk-controller"
+
+    def setup(self) -> None:
+        super().setup()
+        deadline = time.monotonic() + REQUEST_DEADLINE_S
+        self.rfile = _DeadlineReader(self.rfile, self.connection, deadline)  # type: ignore[assignment]
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        self.connection.settimeout(self.timeout)  # the answer gets the usual per-send time
+        return parsed
 
     def do_GET(self) -> None:
         self._dispatch(send_body=True)

@@ -117,18 +117,34 @@ _SCRAPED = {
 }
 
 
+MAX_SCRAPE_BYTES = 16 << 20  # a controller's /metrics is far smaller
+# The advertised address is dialled directly: an http_proxy set for the admin host's web
+# traffic would otherwise carry (and fail) every scrape, loopback included.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+class ScrapeError(Exception):
+    """What answered at a controller's metrics address is not its metrics."""
+
+
 def scrape_controller(address: str, timeout: float = SCRAPE_TIMEOUT_S) -> tuple[dict, dict]:
-    """A controller's headline metrics and its leader elections by type."""
-    with urllib.request.urlopen(f"http://{address}/metrics", timeout=timeout) as resp:
-        text = resp.read().decode()
+    """A controller's headline metrics and its leader elections by type. Raises OSError,
+    HTTPException or ScrapeError."""
+    with _DIRECT.open(f"http://{address}/metrics", timeout=timeout) as resp:
+        body = resp.read(MAX_SCRAPE_BYTES + 1)
+    if len(body) > MAX_SCRAPE_BYTES:
+        raise ScrapeError(f"more than {MAX_SCRAPE_BYTES} bytes: not a controller's metrics")
     values: dict[str, float] = {}
     elections: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name in _SCRAPED:
-                values[_SCRAPED[sample.name]] = sample.value
-            elif sample.name == "kafka_controller_leader_elections_total":
-                elections[sample.labels["type"]] = sample.value
+    try:
+        for family in text_string_to_metric_families(body.decode()):
+            for sample in family.samples:
+                if sample.name in _SCRAPED:
+                    values[_SCRAPED[sample.name]] = sample.value
+                elif sample.name == "kafka_controller_leader_elections_total":
+                    elections[sample.labels.get("type", "")] = sample.value
+    except Exception as exc:  # the parser raises more than ValueError on garbage
+        raise ScrapeError(f"not Prometheus metrics ({type(exc).__name__}: {exc})") from None
     return values, elections
 
 
@@ -155,7 +171,7 @@ def _controllers(port: ZkPort, active: int | None, timeout: float) -> list[Contr
                     status.metrics_address, timeout
                 )
                 status.reachable = True
-            except (OSError, ValueError, http.client.HTTPException) as exc:
+            except (OSError, ScrapeError, http.client.HTTPException) as exc:
                 status.reachable = False
                 status.error = f"metrics unreachable: {exc}"
         out.append(status)

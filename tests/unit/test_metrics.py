@@ -3,7 +3,9 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import socket
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -12,6 +14,7 @@ import pytest
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
+from controller import http_server
 from controller.core.controller_state import TIMED_STATES, ControllerState
 from controller.core.event_manager import ControllerEventManager
 from controller.core.events import BrokerChange, ControllerEvent
@@ -274,6 +277,65 @@ def test_every_series_can_be_scraped_by_name() -> None:
             assert samples == {name}, name
     finally:
         served.server.shutdown()
+
+
+def _closed_by_server(sock: socket.socket, within_s: float) -> bool:
+    """True when the server closes ``sock`` (EOF or reset) within ``within_s``."""
+    sock.settimeout(within_s)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_a_client_trickling_its_request_is_cut_off_at_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The 30 s socket timeout bounded each recv only: a byte every few seconds held a
+    # handler thread for ever.
+    monkeypatch.setattr(http_server, "REQUEST_DEADLINE_S", 1.0)
+    server = start_http_server(("127.0.0.1", 0), ControllerMetrics().registry)
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(b"GET /hea")
+            closed = False
+            for byte in b"lthz HTTP/1.0\r\n":  # one byte every 0.25 s: ~4 s in all
+                time.sleep(0.25)
+                try:
+                    sock.sendall(bytes([byte]))
+                except (BrokenPipeError, ConnectionResetError):
+                    closed = True
+                    break
+            assert closed or _closed_by_server(sock, 5.0)
+        # A client that sends its request in time is answered.
+        with urllib.request.urlopen(server.url + "/healthz", timeout=5) as resp:
+            assert resp.status == 200
+    finally:
+        server.shutdown()
+
+
+def test_connections_beyond_the_limit_are_closed_not_given_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(http_server, "MAX_CONNECTIONS", 2)
+    server = start_http_server(("127.0.0.1", 0), ControllerMetrics().registry)
+    idle = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(2)]
+    try:
+        time.sleep(0.3)  # both accepted and holding their handler threads
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as third:
+            third.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+            assert _closed_by_server(third, 5.0)
+        for sock in idle:
+            sock.close()
+        time.sleep(0.3)  # their threads end and give the slots back
+        with urllib.request.urlopen(server.url + "/healthz", timeout=5) as resp:
+            assert resp.status == 200
+    finally:
+        for sock in idle:
+            sock.close()
+        server.shutdown()
 
 
 def test_shutdown_releases_the_port() -> None:
