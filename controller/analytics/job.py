@@ -44,6 +44,14 @@ class JobConfig:
     # the job, as the CLI's does.
     hold_back_c2: bool = False
 
+    def __post_init__(self) -> None:
+        # Naive bounds are UTC. PySpark would read a naive datetime literal in the driver's
+        # local time zone, and the fact pass as UTC: one bound, two meanings.
+        for name in ("start", "end"):
+            value = getattr(self, name)
+            if value is not None and value.tzinfo is None:
+                object.__setattr__(self, name, value.replace(tzinfo=UTC))
+
 
 @dataclass
 class ClusterStats:

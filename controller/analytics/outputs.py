@@ -101,7 +101,7 @@ def build(
         "elections_hourly": churn.elections_hourly(facts),
         "unclean_elections": churn.unclean_elections(facts, windows),
         "partition_churn_daily": churn_daily,
-        "broker_churn_daily": churn.broker_churn_daily(facts),
+        "broker_churn_daily": churn.broker_churn_daily(facts, periods),
         "flapping_partitions": churn.flapping_partitions(churn_daily, top_n),
         "controller_tenures": tenure_rows,
         "controller_gaps": controller.gaps(failovers, periods),

@@ -8,7 +8,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from html import escape
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,26 @@ TABLE_ROWS = 25
 
 
 def _rows(df: DataFrame) -> list[dict[str, Any]]:
-    return [r.asDict() for r in df.collect()]
+    """``df`` collected, its timestamps as aware UTC datetimes: PySpark's ``collect()``
+    gives naive datetimes in the driver's local time zone, and the report is in UTC."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampType
+
+    stamps = {f.name for f in df.schema.fields if isinstance(f.dataType, TimestampType)}
+    if not stamps:
+        return [r.asDict() for r in df.collect()]
+    micros = df.select(*[
+        F.unix_micros(df[name]).alias(name) if name in stamps else df[name]
+        for name in df.columns
+    ])
+    return [
+        {k: (_utc(v) if k in stamps else v) for k, v in r.asDict().items()}
+        for r in micros.collect()
+    ]
+
+
+def _utc(us: int | None) -> datetime | None:
+    return None if us is None else datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)
 
 
 def gather(datasets: Mapping[str, Dataset], stats: Sequence[ClusterStats]) -> dict[str, Any]:

@@ -235,3 +235,8 @@ def test_a_broker_first_seen_down_by_a_new_controller_is_a_down_event(
     a = analyze_lines(spark, tmp_path, log.lines)
     row = a["broker_churn_daily"].where("broker = 1").collect()[0]
     assert (row.down_events, row.replicas_offline) == (1, 4)
+    # A period that starts after it went down: the second failover's records find it down
+    # already (they used to be an event once the first ones were cut off by --from).
+    cut = analyze_lines(spark, tmp_path, log.lines, start=at(150), end=at(300), name="cut.jsonl")
+    row = cut["broker_churn_daily"].where("broker = 1").collect()[0]
+    assert (row.down_events, row.replicas_offline) == (0, 2)

@@ -45,7 +45,7 @@ def test_failover_in_the_middle_of_an_outage(spark, tmp_path: Path, resign: bool
     )
     tenures = a["controller_tenures"].select(
         "controller_epoch", "controller_id", "elected_ts", "ready_ts", "resigned_ts",
-        "last_seen_ts", "elected_to_ready_s", "end_reason",
+        "last_seen_ts", "elected_to_ready_s", "end_reason", "ended_ts",
     )
     resigned = at(120) if resign else None
     assertDataFrameEqual(
@@ -53,12 +53,12 @@ def test_failover_in_the_middle_of_an_outage(spark, tmp_path: Path, resign: bool
         spark.createDataFrame(
             [
                 (5, 1, at(0), at(1), resigned, resigned or at(110), 1.0,
-                 "resigned" if resign else "superseded"),
-                (6, 2, at(130), at(131), None, at(140), 1.0, "active"),
+                 "resigned" if resign else "superseded", resigned or at(130)),
+                (6, 2, at(130), at(131), None, at(140), 1.0, "active", None),
             ],
             "controller_epoch int, controller_id int, elected_ts timestamp, "
             "ready_ts timestamp, resigned_ts timestamp, last_seen_ts timestamp, "
-            "elected_to_ready_s double, end_reason string",
+            "elected_to_ready_s double, end_reason string, ended_ts timestamp",
         ),
     )
     gap = a["controller_gaps"].collect()
@@ -277,6 +277,24 @@ def test_a_successor_that_never_became_ready_is_inside_one_gap(spark, tmp_path: 
     log.new_controller(60, controller_id=3, ready_after=2.0)
     a = analyze_lines(spark, tmp_path, log.lines)
     assert _gaps(a) == [(5, 7, 50.0, "crashed", 2)]
+
+
+def test_a_quiet_controller_in_charge_during_the_period_is_one_of_its_tenures(
+    spark, tmp_path: Path
+) -> None:
+    # Epoch 5 logged nothing after 2 s and was in charge until epoch 6's election at 5000 s;
+    # epoch 6 logged nothing after 5001 s. Both ran part of 3000 -> 9000 s; only epoch 6 runs
+    # 6000 -> 9000 s. Tenures used to count only while a controller logged: neither.
+    log = Log(controller_id=1, epoch=5)
+    log.controller(0, "elected")
+    log.controller(1, "ready", "elected")
+    log.create(2, "t", 0, [1, 2])
+    log.new_controller(5000, controller_id=2, ready_after=1.0)
+    for start, epochs in ((3000, [5, 6]), (6000, [6])):
+        (tmp_path / str(start)).mkdir()
+        a = analyze_lines(spark, tmp_path / str(start), log.lines, start=at(start), end=at(9000))
+        got = a["controller_tenures"].orderBy("controller_epoch").collect()
+        assert [t.controller_epoch for t in got] == epochs
 
 
 def test_a_failover_across_the_period_start_is_clipped_not_lost(spark, tmp_path: Path) -> None:

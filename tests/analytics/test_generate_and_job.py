@@ -359,3 +359,14 @@ def test_generator_a_crashed_controller_records_nothing_its_successor_elects(
     ready = next(i for i, r in enumerate(after) if r["to_state"] == "ready")
     last_election = max(i for i, r in enumerate(after) if r["kind"] == "partition")
     assert last_election < ready  # elected in the failover, before the controller is ready
+
+
+def test_naive_job_bounds_are_utc() -> None:
+    # A library caller's naive --from/--to: the fact pass read it as UTC, Spark's literal as
+    # the driver's local time.
+    from datetime import UTC, datetime
+
+    from controller.analytics.job import JobConfig
+
+    cfg = JobConfig(["in"], "out", start=datetime(2026, 11, 1, 12), end=None)
+    assert cfg.start == datetime(2026, 11, 1, 12, tzinfo=UTC) and cfg.end is None

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
+
+import pytest
+
 from controller.analytics.job import ClusterStats
 from controller.analytics.report import _table, lines_and_clusters
 
@@ -39,3 +44,22 @@ def test_table_percentages_keep_their_decimals() -> None:
 def test_table_flags_read_as_words() -> None:
     html = _table([{"never_ready": True}, {"never_ready": False}], [("never_ready", "never ready")])
     assert "<td>yes</td>" in html and "<td>no</td>" in html
+
+
+def test_report_rows_are_in_utc_whatever_the_drivers_time_zone(
+    spark, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # collect() gives naive datetimes in the driver's local zone: on a New York laptop the
+    # report's tables and summary.json showed 06:23 for an outage at 11:23 UTC.
+    from controller.analytics.report import _rows
+
+    df = spark.sql("SELECT timestamp_micros(1795778582000000) AS t, 1 AS n, "
+                   "CAST(NULL AS timestamp) AS never")
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        [row] = _rows(df)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert row == {"t": datetime(2026, 11, 27, 11, 23, 2, tzinfo=UTC), "n": 1, "never": None}

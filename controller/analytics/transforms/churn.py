@@ -100,7 +100,10 @@ def emit(bounds: Bounds) -> list[Column]:
         BROKER_DAY.emit(rows & c("isr_added").isNotNull(), brokers=c("isr_added"), day=day,
                         isr_additions=1),
         DOWN_SECOND.emit(
-            replica & c("to_state").isin(S.OFFLINE_REPLICA, S.ONLINE_REPLICA)
+            # Records before the period too: whether a broker was already down when it
+            # started decides if its first down second in the period is a new event.
+            c("live") & bounds.not_after(us) & (c("kind") == S.KIND_REPLICA)
+            & c("to_state").isin(S.OFFLINE_REPLICA, S.ONLINE_REPLICA)
             # A failover's records count too: a broker that died with the old controller is
             # first seen down there (a broker long down is not counted twice: see below).
             & c("event").isin(S.EV_BROKER_CHANGE, S.EV_CONTROLLED_SHUTDOWN, *S.EV_FAILOVER),
@@ -193,10 +196,10 @@ def flapping_partitions(churn_daily: DataFrame, top_n: int = 20) -> DataFrame:
     )
 
 
-def broker_churn_daily(facts: DataFrame) -> DataFrame:
+def broker_churn_daily(facts: DataFrame, periods: DataFrame) -> DataFrame:
     """Per broker and day: leaderships gained and lost, removals from and additions to ISRs,
     replicas going offline, and down events (the broker's replicas going offline together,
-    through a failure or a controlled shutdown)."""
+    through a failure or a controlled shutdown) in the period."""
     from pyspark.sql import functions as F
 
     c = F.col
@@ -212,7 +215,7 @@ def broker_churn_daily(facts: DataFrame) -> DataFrame:
         .groupBy("cluster", "broker", day_date(c("day")).alias("dt"))
         .agg(*[F.sum(m).alias(m) for m in _BROKER_METRICS])
     )
-    downs = _down_events(facts)
+    downs = _down_events(facts, periods)
     return (
         daily.join(downs, ["cluster", "broker", "dt"], "full")
         .na.fill(0, [*_BROKER_METRICS, "down_events"])
@@ -226,10 +229,11 @@ _BROKER_METRICS = (
 )
 
 
-def _down_events(facts: DataFrame) -> DataFrame:
-    """Times a broker went down: its replicas go OfflineReplica in a burst when it fails or
-    shuts down, and OnlineReplica in a burst when it returns. Seconds with more offline than
-    online transitions are "down"; a down second after an up one (or the first) is an event.
+def _down_events(facts: DataFrame, periods: DataFrame) -> DataFrame:
+    """Times a broker went down in the period: its replicas go OfflineReplica in a burst when
+    it fails or shuts down, and OnlineReplica in a burst when it returns. Seconds with more
+    offline than online transitions are "down"; a down second after an up one (or the first
+    in the log) is an event.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -242,6 +246,8 @@ def _down_events(facts: DataFrame) -> DataFrame:
         per_second.where(c("net_offline") != 0)
         .withColumn("_prev_down", F.lag(down).over(w))
         .where(down & ~F.coalesce(c("_prev_down"), F.lit(False)))
+        .join(F.broadcast(periods), "cluster")
+        .where(c("second") >= F.floor(F.unix_micros(c("period_start")) / 1_000_000))
         .groupBy("cluster", "broker",
                  day_date(F.floor(c("second") / 86_400)).alias("dt"))
         .agg(F.count(F.lit(1)).alias("down_events"))

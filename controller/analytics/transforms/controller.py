@@ -121,6 +121,9 @@ def all_tenures(summary: DataFrame) -> DataFrame:
         .when(F.lead("controller_epoch").over(w).isNotNull(), F.lit("superseded"))
         .otherwise(F.lit("active"))
     )
+    # A quiet controller is in charge after its last line, until it resigns or the next one
+    # is elected.
+    ended = F.coalesce(c("resigned_ts"), F.lead(start).over(w))
     return per_epoch.select(
         "cluster",
         "controller_epoch",
@@ -132,20 +135,26 @@ def all_tenures(summary: DataFrame) -> DataFrame:
         "last_seen_ts",
         seconds_between(c("ready_ts"), c("elected_ts")).alias("elected_to_ready_s"),
         end_reason.alias("end_reason"),
+        ended.alias("ended_ts"),
         "records",
         F.to_date(start).alias("dt"),
     )
 
 
 def tenures(tenure_rows: DataFrame, periods: DataFrame) -> DataFrame:
-    """The tenures of ``tenure_rows`` (``all_tenures``) that overlap the period."""
+    """The tenures of ``tenure_rows`` (``all_tenures``) that overlap the period: from the
+    election to ``ended_ts`` (the newest one, not resigned, to the end of the data), not
+    only while it logged."""
     from pyspark.sql import functions as F
 
     c = F.col
     start = F.coalesce(c("elected_ts"), c("first_seen_ts"))
     return (
         tenure_rows.join(F.broadcast(periods), "cluster")
-        .where((start <= c("period_end")) & (c("last_seen_ts") >= c("period_start")))
+        .where(
+            (start <= c("period_end"))
+            & (F.coalesce(c("ended_ts"), c("period_end")) >= c("period_start"))
+        )
         .drop("period_start", "period_end")
     )
 
