@@ -190,6 +190,32 @@ def _ts(v: datetime | None) -> str:
     return "-" if v is None else v.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _period(s: ClusterStats, arrow: str = " -> ") -> str:
+    """The cluster's period; a --from after its last record leaves it none."""
+    if s.period_start and s.period_end and s.period_start > s.period_end:
+        return f"no records after {_ts(s.period_end)}"
+    return f"{_ts(s.period_start)}{arrow}{_ts(s.period_end)}"
+
+
+def _every_day(per_day: Mapping[str, Any], stats: Sequence[ClusterStats]) -> list[str]:
+    """Every date of the period (days without elections too, so a quiet week shows as
+    one), from the days with elections when the period is unknown."""
+    starts = [s.period_start for s in stats if s.records and s.period_start is not None]
+    ends = [s.period_end for s in stats if s.records and s.period_end is not None]
+    if not starts or not ends or min(starts) > max(ends):
+        return sorted(per_day)
+    first, last = min(starts).date(), max(ends).date()
+    days = [str(first + timedelta(days=n)) for n in range((last - first).days + 1)]
+    return sorted({*days, *per_day})
+
+
+def _printable(text: str) -> str:
+    """A name from the log, safe for a terminal: control characters escaped."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 def lines_and_clusters(stats: Sequence[ClusterStats]) -> str:
     """"N lines, K cluster(s)", counting only clusters with a usable record: lines too broken
     to name their cluster (grouped as "default") are said apart, not counted as a cluster."""
@@ -219,14 +245,14 @@ def render_text(
             continue
         info = facts["clusters"].get(s.cluster, {})
         mttr = "/".join(_dur(info.get(k)) for k in ("mttr_p50_s", "mttr_p95_s", "mttr_p99_s"))
-        period = f"{_ts(s.period_start)} -> {_ts(s.period_end)}"
+        period = _period(s)
         out.append(
-            f"  {s.cluster:<14} {period:<41} {_pct(info.get('availability_pct')):>12} "
+            f"  {_printable(s.cluster):<14} {period:<41} {_pct(info.get('availability_pct')):>12} "
             f"{info.get('windows', 0):>8,} {mttr:>22} {info.get('unclean', 0):>7,} "
             f"{info.get('failovers', 0):>9,} {_dur(info.get('gap_max_s')):>8}"
         )
     for row in facts["flapping"][:3]:
-        out.append(f"  flapping: {row['cluster']} {row['topic']}-{row['partition']} "
+        out.append(f"  flapping: {_printable(row['cluster'])} {row['topic']}-{row['partition']} "
                    f"({row['flaps']} flaps)")
     out.append("  time: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()))
     return "\n".join(out)
@@ -297,7 +323,7 @@ def render_html(facts: Mapping[str, Any], stats: Sequence[ClusterStats]) -> str:
         cards.append(
             f"<div class='card'><h3>{escape(s.cluster)}</h3>"
             f"<div class='big'>{_pct(info.get('availability_pct'))}</div>"
-            f"<div class='sub'>{_ts(s.period_start)} → {_ts(s.period_end)} UTC</div>"
+            f"<div class='sub'>{escape(_period(s, ' → '))} UTC</div>"
             f"<div>{info.get('partitions', 0):,} partitions · {info.get('windows', 0):,} "
             f"unavailability windows ({info.get('ongoing_windows', 0):,} ongoing)</div>"
             f"<div>MTTR p50 {_dur(info.get('mttr_p50_s'))} · p95 "
@@ -312,14 +338,15 @@ def render_html(facts: Mapping[str, Any], stats: Sequence[ClusterStats]) -> str:
         )
     hist = facts["mttr_histogram"]
     markers: list[tuple[float, str]] = []
-    if len(stats) == 1:
-        info = clusters.get(stats[0].cluster, {})
+    named = [s for s in stats if s.records]  # as lines_and_clusters counts them
+    if len(named) == 1:
+        info = clusters.get(named[0].cluster, {})
         for key, label in (("mttr_p50_s", "p50"), ("mttr_p95_s", "p95"), ("mttr_p99_s", "p99")):
             markers += _percentile_marker(info.get(key), label)
-    days = list(facts["elections_daily"])
+    days = _every_day(facts["elections_daily"], stats)
     types = ("offline", "unclean", "preferred", "reassign", "controlled_shutdown")
     election_chart = svg.bars(
-        days, {t: [facts["elections_daily"][d].get(t, 0) for d in days] for t in types},
+        days, {t: [facts["elections_daily"].get(d, {}).get(t, 0) for d in days] for t in types},
         "Elections per day by type", "elections/day",
     )
     leader_charts = []
@@ -346,6 +373,7 @@ def render_html(facts: Mapping[str, Any], stats: Sequence[ClusterStats]) -> str:
         svg.time_lines(
             {k: [(x, y) for x, y in v] for k, v in facts["availability_hourly"].items()},
             "Availability per hour", "availability %", y_max=100.0,
+            max_gap=1.5 * 3600,  # an hour without partitions is a gap, not a line
         ),
         "<h2>Time to recover</h2>",
         "<p class='sub'>Unavailability windows by duration, from losing the leader to "

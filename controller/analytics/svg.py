@@ -35,6 +35,10 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return ticks
 
 
+DASHES = ("", "6 3", "2 2", "8 3 2 3")  # beyond the palette, lines differ by dash too
+LEGEND_ROW = 16
+
+
 def _fmt(v: float) -> str:
     if abs(v) >= 1000:
         return f"{v:,.0f}"
@@ -43,34 +47,56 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
 
-def _frame(body: list[str], title: str, legend: Sequence[tuple[str, str]] = ()) -> str:
+def _tick_fmt(ticks: Sequence[float]) -> Callable[[float], str]:
+    """Labels with as many decimals as the tick step needs: at 4 significant digits the
+    ticks of an axis from 99.9990 to 100 all read "100"."""
+    if len(ticks) < 2:
+        return _fmt
+    step = abs(ticks[1] - ticks[0])
+    decimals = next((d for d in range(13) if abs(round(step, d) - step) < step * 1e-6), 12)
+    if decimals == 0:
+        return _fmt
+    return lambda v: f"{v:,.{decimals}f}"
+
+
+def _style(i: int) -> tuple[str, str]:
+    """Series ``i``'s colour and dash pattern: distinct for 40 series."""
+    return PALETTE[i % len(PALETTE)], DASHES[(i // len(PALETTE)) % len(DASHES)]
+
+
+def _frame(body: list[str], title: str, legend: Sequence[tuple[str, ...]] = ()) -> str:
+    """The chart's ``<svg>``; ``legend``: (name, colour[, dash pattern]) per series."""
     items = []
-    x = LEFT
-    for name, colour in legend:
+    x, row = LEFT, 0
+    for name, colour, *dash in legend:
+        width = 24 + 7 * len(name)
+        if x > LEFT and x + width > W - RIGHT:  # wrap: the chart grows a row
+            x, row = LEFT, row + 1
+        y = H - 14 + row * LEGEND_ROW
+        pattern = f' stroke="{colour}" stroke-dasharray="{dash[0]}"' if dash and dash[0] else ""
         items.append(
-            f'<rect x="{x}" y="{H - 14}" width="10" height="10" fill="{colour}"/>'
-            f'<text x="{x + 14}" y="{H - 5}" class="legend">{escape(name)}</text>'
+            f'<rect x="{x}" y="{y}" width="10" height="10" fill="{colour}"{pattern}/>'
+            f'<text x="{x + 14}" y="{y + 9}" class="legend">{escape(name)}</text>'
         )
-        x += 24 + 7 * len(name)
+        x += width
+    height = H + row * LEGEND_ROW
     return (
-        f'<svg viewBox="0 0 {W} {H}" width="100%" role="img" aria-label="{escape(title)}" '
+        f'<svg viewBox="0 0 {W} {height}" width="100%" role="img" '
+        f'aria-label="{escape(title)}" '
         f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
         + "".join(body) + "".join(items) + "</svg>"
     )
 
 
-def _axes(
-    y_ticks: list[float],
-    y_of: Callable[[float], float],
-    y_fmt: Callable[[float], str] = _fmt,
-) -> list[str]:
+def _axes(y_ticks: list[float], y_of: Callable[[float], float]) -> list[str]:
     out = [f'<line x1="{LEFT}" y1="{H - BOTTOM}" x2="{W - RIGHT}" y2="{H - BOTTOM}" '
            f'class="axis"/>']
+    label = _tick_fmt(y_ticks)
     for t in y_ticks:
         y = y_of(t)
         out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - RIGHT}" y2="{y:.1f}" class="grid"/>')
         out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">'
-                   f"{escape(y_fmt(t))}</text>")
+                   f"{escape(label(t))}</text>")
     return out
 
 
@@ -112,16 +138,24 @@ def time_lines(
     y_label: str,
     y_min: float | None = None,
     y_max: float | None = None,
+    max_gap: float | None = None,
 ) -> str:
-    """Lines over time; x values are epoch seconds."""
+    """Lines over time; x values are epoch seconds. Points further apart than ``max_gap``
+    are not joined (missing data is not drawn as a straight line); a point joined to none
+    is a dot."""
     points = [p for pts in series.values() for p in pts]
     if not points:
         return _frame(['<text x="20" y="40">no data</text>'], title)
     x0, x1 = min(p[0] for p in points), max(p[0] for p in points)
     lo = min(p[1] for p in points) if y_min is None else y_min
     hi = max(p[1] for p in points) if y_max is None else y_max
-    if hi - lo < 1e-9:
-        lo, hi = lo - 1, hi + 1
+    if hi - lo < 1e-9:  # flat: widen away from a given bound, never past it
+        if y_max is not None:
+            lo = hi - 1
+        elif y_min is not None:
+            hi = lo + 1
+        else:
+            lo, hi = lo - 1, hi + 1
     ticks = _nice_ticks(lo, hi)
     lo, hi = min(lo, ticks[0]), max(hi, ticks[-1])
 
@@ -135,12 +169,31 @@ def time_lines(
     body.append(f'<text x="12" y="12" class="tick">{escape(y_label)}</text>')
     legend = []
     for i, (name, pts) in enumerate(sorted(series.items())):
-        colour = PALETTE[i % len(PALETTE)]
-        path = " ".join(f"{xo(x):.1f},{yo(y):.1f}" for x, y in sorted(pts))
-        body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
-                    f'stroke-width="1.5"/>')
-        legend.append((name, colour))
+        colour, dash = _style(i)
+        for segment in _segments(sorted(pts), max_gap):
+            if len(segment) == 1:
+                (x, y), = segment
+                body.append(f'<circle cx="{xo(x):.1f}" cy="{yo(y):.1f}" r="2.5" '
+                            f'fill="{colour}"/>')
+                continue
+            path = " ".join(f"{xo(x):.1f},{yo(y):.1f}" for x, y in segment)
+            dashed = f' stroke-dasharray="{dash}"' if dash else ""
+            body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
+                        f'stroke-width="1.5"{dashed}/>')
+        legend.append((name, colour, dash))
     return _frame(body, title, legend)
+
+
+def _segments(
+    pts: list[tuple[float, float]], max_gap: float | None
+) -> list[list[tuple[float, float]]]:
+    segments: list[list[tuple[float, float]]] = []
+    for p in pts:
+        if segments and (max_gap is None or p[0] - segments[-1][-1][0] <= max_gap):
+            segments[-1].append(p)
+        else:
+            segments.append([p])
+    return segments
 
 
 def bars(
@@ -170,7 +223,7 @@ def bars(
     base = [0.0] * n
     legend = []
     for k, (name, values) in enumerate(stacks.items()):
-        colour = PALETTE[k % len(PALETTE)]
+        colour = PALETTE[k % len(PALETTE)]  # a handful of stacks at most: election types
         legend.append((name, colour))
         for i, v in enumerate(values):
             if v <= 0:

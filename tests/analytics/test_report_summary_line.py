@@ -63,3 +63,49 @@ def test_report_rows_are_in_utc_whatever_the_drivers_time_zone(
         monkeypatch.undo()
         time.tzset()
     assert row == {"t": datetime(2026, 11, 27, 11, 23, 2, tzinfo=UTC), "n": 1, "never": None}
+
+
+def _facts(**over: object) -> dict:
+    facts: dict = {"clusters": {"prod": {"mttr_p50_s": 5.0, "mttr_p95_s": 50.0,
+                                          "mttr_p99_s": 500.0}},
+                   "worst_topics": [], "availability_hourly": {},
+                   "mttr_histogram": [0, 0, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0],
+                   "elections_daily": {}, "broker_leaders": {}, "flapping": [], "unclean": [],
+                   "unclean_total": 0, "longest_outages": [], "gaps": []}
+    facts.update(over)
+    return facts
+
+
+def _cluster(name: str, start: datetime, end: datetime) -> ClusterStats:
+    return ClusterStats(name, 10, 0, 0, 0, 10, start, end, start, end)
+
+
+def test_one_named_cluster_gets_its_percentile_markers_beside_unnamed_lines() -> None:
+    from controller.analytics.report import render_html
+
+    day = datetime(2026, 10, 1, tzinfo=UTC)
+    stats = [ClusterStats("default", 3, 3, 0, 0, 0, None, None), _cluster("prod", day, day)]
+    assert render_html(_facts(), stats).count('class="marker"') == 3
+
+
+def test_the_elections_chart_has_a_slot_for_every_day_of_the_period() -> None:
+    from controller.analytics.report import render_html
+
+    stats = [_cluster("prod", datetime(2026, 10, 1, tzinfo=UTC),
+                      datetime(2026, 10, 30, 12, tzinfo=UTC))]
+    facts = _facts(elections_daily={"2026-10-01": {"offline": 3}, "2026-10-30": {"offline": 4}})
+    html = render_html(facts, stats)
+    chart = html[html.index("Elections per day by type") - 200:]
+    assert chart.count("<title>2026-10-") == 2  # two bars ...
+    assert ">2026-10-13<" in chart and ">2026-10-28<" in chart  # ... on 30 days' axis
+
+
+def test_a_cluster_with_no_records_in_the_period_says_so() -> None:
+    from controller.analytics.report import render_text
+
+    s = ClusterStats("old\x1b[31m", 10, 0, 0, 0, 10, datetime(2026, 10, 1, tzinfo=UTC),
+                     datetime(2026, 10, 20, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC),
+                     datetime(2026, 10, 20, tzinfo=UTC))
+    text = render_text(_facts(clusters={}), [s], {})
+    assert "no records after 2026-10-20 00:00:00" in text
+    assert "\x1b" not in text and "old\\x1b[31m" in text
