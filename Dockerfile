@@ -31,9 +31,9 @@ USER 10001:10001
 WORKDIR /var/lib/zk-controller
 EXPOSE 9309 9095
 # Ready = connected to ZooKeeper (/readyz), for a standby as for the active controller.
-# It probes 127.0.0.1 at the port of ZKC_METRICS_LISTEN (9309 when unset): a metrics port or
-# a non-loopback host given by flag or config file needs its own health check (Compose and
-# Kubernetes define theirs; see docs/operations.md).
+# It probes 127.0.0.1 at the port of ZKC_METRICS_LISTEN (9309 when unset): another metrics
+# port, or a host other than 127.0.0.1 or a wildcard (given by flag, file or that variable),
+# needs its own health check (Compose and Kubernetes define theirs; see docs/operations.md).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["python", "-c", "import os,urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('ZKC_METRICS_LISTEN', ':9309').rpartition(':')[2] + '/readyz', timeout=2)"]
 # SIGTERM: the controller resigns (a standby takes over at once) and exits 0.

@@ -90,7 +90,8 @@ def build(
     every_tenure = keep(controller.all_tenures(summary))
     tenure_rows = controller.tenures(every_tenure, periods)
     failovers = keep(controller.failover_gaps(every_tenure, session_timeout_s))
-    ivals = keep(availability.intervals(facts, failovers))
+    ivals = keep(availability.intervals(
+        facts, controller.failover_epochs(every_tenure, failovers)))
     windows = keep(availability.unavailability_windows(ivals, periods))
     churn_daily = keep(churn.partition_churn_daily(facts))
     frames: dict[str, DataFrame] = {

@@ -278,9 +278,10 @@ class UpdateFeatures(ReplyingEvent):
 @dataclass(eq=False)
 class FeatureZNodeChange(ControllerEvent):
     """``/feature`` created, changed or deleted (Kafka's ``FinalizedFeatureChangeListener``
-    keeps its feature cache in step the same way)."""
+    keeps its feature cache in step the same way). Untimed (Idle): Kafka's listener is no
+    controller event, and the UpdateFeatures timer is the requests'."""
 
-    state: ClassVar[ControllerState] = ControllerState.UpdateFeatures
+    state: ClassVar[ControllerState] = ControllerState.Idle
 
 
 # -- diagnostics ---------------------------------------------------------------------------

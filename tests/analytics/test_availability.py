@@ -68,6 +68,19 @@ def test_out_of_order_and_duplicate_lines_change_nothing(spark, tmp_path: Path) 
     assert a.timeline.where("live").count() == len(lines)
 
 
+def test_a_stray_controller_epoch_changes_no_window(spark, tmp_path: Path) -> None:
+    # One controller record at epoch 2e9: the failover-gap lookup built one row per epoch
+    # between gaps' epochs (two billion) and the job ran out of memory.
+    from pyspark.testing import assertDataFrameEqual
+
+    log = three_outages()
+    stray = Log(controller_id=9, epoch=2_000_000_000)
+    stray.controller(250, "elected")
+    a = analyze_lines(spark, tmp_path, log.lines + stray.lines)
+    expected = spark.createDataFrame(EXPECTED_WINDOWS, WINDOW_SCHEMA)
+    assertDataFrameEqual(a["unavailability_windows"].select(WINDOW_COLS), expected)
+
+
 def _copy(line: str, **changes: object) -> str:
     record = json.loads(line)
     record.update(changes)

@@ -460,3 +460,11 @@ def test_a_repaired_feature_znode_is_checked_against_again(h: ControllerHarness)
     h.admin.set(paths.FEATURE, b"{")
     h.drain()
     assert h.controller.features.finalized is None and h.controller.is_active
+
+
+def test_the_feature_watch_is_not_timed_as_an_update_request() -> None:
+    # Its events (our own writes fire the watch too) doubled UpdateFeaturesRateAndTimeMs.
+    from controller.core.events import FeatureZNodeChange
+
+    assert not FeatureZNodeChange.state.is_timed
+    assert UpdateFeatures.state.is_timed

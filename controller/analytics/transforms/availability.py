@@ -79,7 +79,7 @@ def intervals(facts: DataFrame, failovers: DataFrame | None = None) -> DataFrame
     (null: still so at the end of the data), and what ended it: ``next_phase``,
     ``end_election``, ``end_leader``, plus ``epoch_at_start``/``epoch_at_end``.
 
-    ``failovers`` (``controller.failover_gaps``): with them, an offline interval that a new
+    ``failovers`` (``controller.failover_epochs``): with them, an offline interval that a new
     controller found at its failover, after the partition was online under its predecessor,
     starts at the controller gap's start (``start_estimated``): the predecessor logged
     nothing, so the leader was lost in the gap, not when its successor looked."""
@@ -121,13 +121,11 @@ def _found_at_failover(edges: DataFrame, failovers: DataFrame, w: WindowSpec) ->
     from pyspark.sql import functions as F
 
     c = F.col
-    # One row per epoch that may log the failover's findings (elected inside the gap or
-    # ending it): an equi-join, not a range join over every edge.
+    # One row per epoch that may log the failover's findings: an equi-join, not a range
+    # join over every edge.
     during = failovers.select(
-        "cluster",
-        F.explode(F.sequence(c("from_epoch") + 1, c("to_epoch"))).alias("controller_epoch"),
-        c("start_ts").alias("_gap_start"),
-        c("end_ts").alias("_gap_end"),
+        "cluster", "controller_epoch",
+        c("gap_start_ts").alias("_gap_start"), c("gap_end_ts").alias("_gap_end"),
     )
     before = edges.select(
         "*",

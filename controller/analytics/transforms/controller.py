@@ -238,6 +238,28 @@ def failover_gaps(
     )
 
 
+def failover_epochs(tenure_rows: DataFrame, failovers: DataFrame) -> DataFrame:
+    """Per controller epoch that may log a failover's findings (one elected inside the gap,
+    or the one that ends it): ``cluster, controller_epoch`` and the gap's ``gap_start_ts``/
+    ``gap_end_ts``. From the epochs in the log, not the ranges between gaps' epochs: one
+    stray epoch number (2e9) would otherwise mean two billion rows."""
+    from pyspark.sql import functions as F
+
+    c = F.col
+    epochs = tenure_rows.select("cluster", "controller_epoch")
+    spans = failovers.select(
+        c("cluster").alias("_cluster"), "from_epoch", "to_epoch",
+        c("start_ts").alias("gap_start_ts"), c("end_ts").alias("gap_end_ts"),
+    )
+    inside = (
+        (c("cluster") == c("_cluster"))
+        & (c("controller_epoch") > c("from_epoch")) & (c("controller_epoch") <= c("to_epoch"))
+    )
+    return epochs.join(spans, inside).select(
+        "cluster", "controller_epoch", "gap_start_ts", "gap_end_ts"
+    )
+
+
 def gaps(failovers: DataFrame, periods: DataFrame) -> DataFrame:
     """The gaps of ``failovers`` (``failover_gaps``) that overlap the period, clipped to it."""
     from pyspark.sql import functions as F
