@@ -143,5 +143,5 @@ def test_the_tools_hand_kazoo_the_connect_string_it_reads() -> None:
     connect = resolve_connect("h:2181 ,h2:2181 /kafka")
     assert connect == "h:2181,h2:2181/kafka"
     KazooClient(hosts=connect)
-    with pytest.raises(AdminConnectError, match="from ZK_CONNECT: .*port"):
+    with pytest.raises(AdminConnectError, match=r"from ZK_CONNECT: .*port"):
         resolve_connect(None, {"ZK_CONNECT": "h:21x1"})
