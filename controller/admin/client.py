@@ -16,7 +16,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from controller.admin.assignment import AdminError
-from controller.config import canonical_zookeeper_connect, parse_zookeeper_connect
+from controller.config import (
+    canonical_zookeeper_connect,
+    format_zookeeper_connect,
+    parse_zookeeper_connect,
+)
 from controller.security.acls import NO_ZK_SECURITY, ZkSecurity
 from controller.zk.errors import ConnectionLossError, NoAuthError
 from controller.zk.kazoo_port import KazooPort
@@ -69,7 +73,7 @@ def admin_session(
         raise AdminConnectError(f"invalid ZooKeeper connect string: {exc}") from None
     where = ",".join(f"{h.host}:{h.port}" for h in hosts)
     timeout = session_timeout_ms / 1000
-    port = KazooPort(canonical_zookeeper_connect(connect), timeout, **security.port_options())
+    port = KazooPort(format_zookeeper_connect(hosts, chroot), timeout, **security.port_options())
     try:
         with warnings.catch_warnings():
             # kazoo warns about a missing chroot itself; the check below says it clearly.

@@ -21,6 +21,7 @@ from __future__ import annotations
 from controller.config.addresses import (
     HostPort,
     canonical_zookeeper_connect,
+    format_zookeeper_connect,
     parse_host_port,
     parse_zookeeper_connect,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "canonical_zookeeper_connect",
     "changed_settings",
     "flags_from_args",
+    "format_zookeeper_connect",
     "load_config",
     "load_config_from_args",
     "parse_host_port",

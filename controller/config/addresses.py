@@ -74,5 +74,9 @@ def canonical_zookeeper_connect(text: str) -> str:
     """``text`` as ZooKeeper clients read it: ``h1:2181,h2:2181/chroot``. kazoo parses the
     string again itself and would refuse what this parser tolerates (a space before a comma
     or the chroot, a default port left out), so it is handed this form, never the raw text."""
-    hosts, chroot = parse_zookeeper_connect(text)
+    return format_zookeeper_connect(*parse_zookeeper_connect(text))
+
+
+def format_zookeeper_connect(hosts: tuple[HostPort, ...], chroot: str | None = None) -> str:
+    """The connect string of parsed ``hosts`` and ``chroot``, in the form kazoo reads."""
     return ",".join(str(h) for h in hosts) + (chroot or "")

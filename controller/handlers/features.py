@@ -82,11 +82,7 @@ class FeatureVersioning:
         try:
             current = gateway.get_feature_znode(watch=True)
         except MalformedZnodeError as exc:
-            log.error(
-                "cannot read the finalized features; checking no broker against them",
-                path=exc.path,
-                error=exc.problem,
-            )
+            _log_unreadable(exc)
             self.finalized, self.epoch = None, ABSENT
             return
         if current is None:
@@ -139,11 +135,7 @@ class FeatureVersioning:
             current = self.ctl.gateway.get_feature_znode(watch=True)
         except MalformedZnodeError as exc:
             if self.finalized is not None:
-                log.error(
-                    "cannot read the finalized features; checking no broker against them",
-                    path=exc.path,
-                    error=exc.problem,
-                )
+                _log_unreadable(exc)
             finalized, epoch = None, ABSENT
         else:
             if current is None:
@@ -253,3 +245,11 @@ class FeatureVersioning:
         enabled = node.status == codecs.FEATURE_STATUS_ENABLED
         self.finalized, self.epoch = (node.levels() if enabled else {}), version
         return enabled and node.levels() == target
+
+
+def _log_unreadable(exc: MalformedZnodeError) -> None:
+    log.error(
+        "cannot read the finalized features; checking no broker against them",
+        path=exc.path,
+        error=exc.problem,
+    )

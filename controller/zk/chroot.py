@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from controller.config import parse_zookeeper_connect
+from controller.config import format_zookeeper_connect, parse_zookeeper_connect
 from controller.zk.kazoo_port import KazooPort
 
 log = structlog.get_logger("controller.zk.chroot")
@@ -35,7 +35,7 @@ def create_chroot_if_necessary(
     if chroot is None:
         return None
     root = KazooPort(
-        ",".join(str(h) for h in hosts),
+        format_zookeeper_connect(hosts),
         session_timeout=session_timeout_s,
         **dict(port_options or {}),
     )
