@@ -55,6 +55,7 @@ ELECTION_LABELS = {
 ELECTION_TYPES = tuple(ELECTION_LABELS.values())
 
 RESULT_OK = "ok"
+RESULT_FAILED = "failed"
 NO_LEADER = -1
 
 # Controller events the generator and the transforms refer to by name.

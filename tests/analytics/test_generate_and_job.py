@@ -314,38 +314,48 @@ def test_an_input_scheme_without_its_connector_is_one_clear_error(tmp_path: Path
     assert "Traceback" not in done.stderr
 
 
-def test_generator_a_crashed_controller_records_nothing_its_successor_elects(
+def test_generator_a_crashed_controller_records_nothing_its_successor_finds_the_rest(
     tmp_path: Path,
 ) -> None:
-    """When the controller's own broker dies, the failure is recorded by the next controller,
-    as the real one does in its failover: the partitions the dead broker led are found
-    offline (NonExistent -> Offline) and elected, all under the new epoch."""
+    """A controller that crashes records nothing more. A broker that dies before its session
+    has expired is found dead by the successor (its led partitions NonExistent -> Offline,
+    then elected, all under the new epoch); what needs a controller waits for it."""
+    import heapq
     import io
     import random
 
-    from controller.analytics.generate.sim import ClusterSim, ClusterSpec
+    from controller.analytics.generate.sim import SECOND, ClusterSim, ClusterSpec
     from controller.analytics.generate.writer import RecordWriter
 
     out = io.StringIO()
     rng = random.Random(4)
     writer = RecordWriter(out, "c", 1_000_000, rng, Noise.none())
-    start = 1_700_000_000 * 1_000_000
-    sim = ClusterSim(ClusterSpec("c", brokers=5, partitions=60), writer, rng, start, start * 2)
+    start = 1_700_000_000 * SECOND
+    spec = ClusterSpec("c", brokers=5, partitions=60, min_failover_gap_h=0.0)
+    sim = ClusterSim(spec, writer, rng, start, start * 2)
     sim._create_initial_topics()
     old_controller, old_epoch = sim.controller, sim.epoch
-    led = {(p.topic, p.index) for p in sim.hosted[old_controller] if p.leader == old_controller}
+    victim = 3
+    led = {(p.topic, p.index) for p in sim.hosted[victim] if p.leader == victim}
     assert led
-    sim._fail(old_controller)
+    sim._crash_controller()
+    sim._later(1 * SECOND, sim._fail, victim)
+    sim._later(2 * SECOND, sim._create_topic)  # a topic created in the gap waits
+    while sim.queue:
+        t, _, fn, args = heapq.heappop(sim.queue)
+        sim._handle(t, fn, *args)
     writer.close()
     records = [json.loads(line) for line in out.getvalue().splitlines()]
     first_new = next(i for i, r in enumerate(records) if r["controller_epoch"] != old_epoch)
     before, after = records[:first_new], records[first_new:]
-    assert not any(r["event"] == "BrokerChange" for r in before)  # only the topics' creation
-    assert after[0]["to_state"] == "elected"
+    assert {r["event"] for r in before} == {"TopicChange"}  # only the topics' creation
+    assert after[0]["to_state"] == "elected" and after[0]["event"] == "Reelect"
     assert all(r["controller_epoch"] == old_epoch + 1 for r in after)
     assert all(r["controller_id"] != old_controller for r in after)
     assert not any(r["event"] == "BrokerChange" for r in after)
-    parts = [r for r in after if r["kind"] == "partition"]
+    ready = next(i for i, r in enumerate(after) if r["to_state"] == "ready")
+    failover, later = after[: ready + 1], after[ready + 1 :]
+    parts = [r for r in failover if r["kind"] == "partition"]
     found = {(r["topic"], r["partition"]) for r in parts if r["to_state"] == "OfflinePartition"}
     assert found == led
     elected = {
@@ -354,11 +364,10 @@ def test_generator_a_crashed_controller_records_nothing_its_successor_elects(
     }
     assert elected and set(elected) <= led
     for r in elected.values():
-        assert r["event"] == "Reelect" and r["leader"] != old_controller
-        assert old_controller not in r["isr"]
-    ready = next(i for i, r in enumerate(after) if r["to_state"] == "ready")
-    last_election = max(i for i, r in enumerate(after) if r["kind"] == "partition")
-    assert last_election < ready  # elected in the failover, before the controller is ready
+        assert r["event"] == "Reelect" and r["leader"] != victim
+        assert victim not in r["isr"]
+    assert later and {r["event"] for r in later} == {"TopicChange"}
+    assert failover[-1]["ts"] <= later[0]["ts"]
 
 
 def test_naive_job_bounds_are_utc() -> None:

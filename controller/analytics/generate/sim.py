@@ -1,13 +1,19 @@
-"""A discrete-event model of one cluster's controller, emitting its state-change log.
+"""A discrete-event model of one cluster and its controllers, emitting the state-change log.
 
-The model follows Kafka's ZooKeeper-mode controller closely enough that the log has the
-shapes the analytics must handle: a broker failure moves the partitions it led to
-OfflinePartition and elects new leaders from the ISR (or leaves them offline when no ISR
-member is alive, or elects uncleanly when the topic allows it); a returning broker brings its
-replicas back, re-elects stranded partitions, rejoins ISRs after catching up and regains
-preferred leadership; rolling restarts go through controlled shutdown; reassignments add and
-retire replicas; ISRs shrink and expand around slow followers; topics come and go; and the
-controller itself fails over, sometimes with a clean resignation, sometimes by crashing.
+The model follows the controller closely enough that the log has the shapes the analytics
+must handle: a broker failure moves the partitions it led to OfflinePartition and elects new
+leaders from the ISR (or leaves them offline when no ISR member is alive, or elects uncleanly
+when the topic allows it); a returning broker brings its replicas back, re-elects stranded
+partitions, rejoins ISRs after catching up and regains preferred leadership; rolling restarts
+go through controlled shutdown; reassignments add and retire replicas; ISRs shrink and expand
+around slow followers; topics come and go (a deletion waits for its brokers to be up).
+
+The controllers are standalone processes (ids 0..n-1), as deployed. The active one fails over
+now and then, by resigning or by crashing; a crash is noticed only when its ZooKeeper session
+expires, and what happened to the brokers meanwhile is found by its successor, which (as the
+real one does) re-records every replica and elects what it finds without a live leader. A rack
+failure sometimes takes the active controller with it. The record-level steps are in
+``machines``.
 """
 
 from __future__ import annotations
@@ -16,11 +22,22 @@ import heapq
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from controller.analytics import schema as S
+from controller.analytics.generate.machines import (
+    EV_EXPIRE,
+    EV_REREGISTER,
+    EV_STARTUP,
+    EV_STOP_REPLICA_RESPONSE,
+    ClusterSpec,
+    Machines,
+    Part,
+    by_key,
+)
 from controller.analytics.generate.writer import RecordWriter
+
+__all__ = ["SECOND", "ClusterSim", "ClusterSpec", "Part", "size_for"]
 
 SECOND = 1_000_000  # the simulation clock counts microseconds
 
@@ -30,31 +47,12 @@ _DOMAINS = (
 )
 _SUFFIXES = ("events", "cdc", "changelog", "v2", "raw", "enriched", "dlq", "compacted")
 _PARTITION_COUNTS = (1, 3, 6, 6, 12, 12, 24, 32, 50, 64, 100, 128)
+# What happens while no controller is active: brokers come and go (the next controller finds
+# out); everything else waits for a controller.
+_WITHOUT_CONTROLLER = frozenset({"_fail", "_return", "_elect_controller"})
 
 
-@dataclass(frozen=True, slots=True)
-class ClusterSpec:
-    name: str
-    brokers: int
-    partitions: int  # roughly, at creation; spread over topics
-    replication: int = 3
-    auto_rebalance: bool = True  # auto.leader.rebalance.enable
-    unclean_share: float = 0.15  # share of topics with unclean.leader.election.enable
-
-
-@dataclass(slots=True, eq=False)  # identity hash: partitions are dict keys
-class Part:
-    topic: str
-    index: int
-    replicas: list[int]
-    unclean: bool
-    leader: int = S.NO_LEADER
-    leader_epoch: int = 0
-    isr: list[int] = field(default_factory=list)
-    state: str = S.NON_EXISTENT_PARTITION
-
-
-class ClusterSim:
+class ClusterSim(Machines):
     """Simulates one cluster until the writer's line budget is spent."""
 
     def __init__(
@@ -74,65 +72,27 @@ class ClusterSim:
         self.brokers = list(range(1, spec.brokers + 1))
         self.live = set(self.brokers)
         self.topics: dict[str, list[Part]] = {}
+        self.deleting: set[str] = set()  # deletions waiting for their brokers
         # Insertion-ordered "sets" keep the run deterministic for a given seed.
         self.hosted: dict[int, dict[Part, None]] = {b: {} for b in self.brokers}
-        self.shut_down: dict[int, dict[Part, None]] = {}  # replicas already moved offline
-        self.seq = dict.fromkeys(self.brokers, 0)  # per broker process
-        self.controller = rng.choice(self.brokers)
+        self.controllers = list(range(max(1, spec.controllers)))
+        self.controller: int | None = rng.choice(self.controllers)
+        self.seq = dict.fromkeys(self.controllers, 0)  # per controller process
         self.epoch = rng.randint(1, 40)
+        self.last_failover = start_us - int(spec.min_failover_gap_h * 3600 * SECOND)
+        self.gap_end = start_us  # when the successor of a crashed controller takes over
         self.queue: list[tuple[int, int, Callable[..., None], tuple[Any, ...]]] = []
         self._order = 0
         self._incidents = 0
 
-    # ---- records -------------------------------------------------------------------------
-
-    def _tick(self) -> int:
-        self.clock += 20 + int(self.rng.random() * 400)
-        self.seq[self.controller] += 1
-        return self.seq[self.controller]
-
-    def _prec(
-        self,
-        p: Part,
-        frm: str | None,
-        to: str,
-        election: str | None,
-        event: str,
-        result: str = S.RESULT_OK,
-        error: str | None = None,
-    ) -> None:
-        seq = self._tick()
-        # A partition found offline at a failover (NonExistent -> Offline) has its state.
-        known = to != S.NEW_PARTITION and (
-            frm != S.NON_EXISTENT_PARTITION or to == S.OFFLINE_PARTITION
-        )
-        self.w.emit(
-            self.clock, seq, self.controller, self.epoch, S.KIND_PARTITION, p.topic, p.index,
-            None, frm, to, p.leader if known else None, p.leader_epoch if known else None,
-            list(p.isr) if known else None, election, event, result, error,
-        )
-
-    def _rrec(self, p: Part, replica: int, frm: str, to: str, event: str) -> None:
-        seq = self._tick()
-        known = p.state != S.NEW_PARTITION  # no leader and ISR before the first election
-        self.w.emit(
-            self.clock, seq, self.controller, self.epoch, S.KIND_REPLICA, p.topic, p.index,
-            replica, frm, to, p.leader if known else None, p.leader_epoch if known else None,
-            list(p.isr) if known else None, None, event,
-        )
-
-    def _crec(self, frm: str | None, to: str) -> None:
-        seq = self._tick()
-        self.w.emit(
-            self.clock, seq, self.controller, self.epoch, S.KIND_CONTROLLER, None, None, None,
-            frm, to, None, None, None, None, S.EV_CONTROLLER_CHANGE,
-        )
-
     # ---- scheduling ----------------------------------------------------------------------
 
     def _later(self, delay_us: int, fn: Callable[..., None], *args: Any) -> None:
+        self._at(self.clock + delay_us, fn, *args)
+
+    def _at(self, t: int, fn: Callable[..., None], *args: Any) -> None:
         self._order += 1
-        heapq.heappush(self.queue, (self.clock + delay_us, self._order, fn, args))
+        heapq.heappush(self.queue, (t, self._order, fn, args))
 
     def _seconds(self, lo: float, hi: float) -> int:
         return int(self.rng.uniform(lo, hi) * SECOND)
@@ -147,8 +107,8 @@ class ClusterSim:
         return self._seconds(3600, 12 * 3600)
 
     def run(self) -> None:
-        self._crec(None, S.CONTROLLER_ELECTED)
-        self._crec(S.CONTROLLER_ELECTED, S.CONTROLLER_READY)
+        self._crec(S.CONTROLLER_ELECTED, EV_STARTUP)
+        self._crec(S.CONTROLLER_READY, EV_STARTUP)
         self._create_initial_topics()
         self.busy_until = self.clock
         next_incident = self.clock + self._gap()
@@ -162,6 +122,9 @@ class ClusterSim:
 
     def _handle(self, t: int, fn: Callable[..., None], *args: Any) -> None:
         self.clock = max(t, self.busy_until)
+        if self.controller is None and fn.__name__ not in _WITHOUT_CONTROLLER:
+            self._at(self.gap_end + 1, fn, *args)  # after the successor's failover
+            return
         fn(*args)
         self.busy_until = self.clock
 
@@ -207,7 +170,16 @@ class ClusterSim:
             name = f"{base}-{n}"
         return name
 
+    @staticmethod
+    def _by_broker(parts: list[Part]) -> list[tuple[int, Part]]:
+        """Replicas in the replica state machine's order: by broker, then partition."""
+        rows = [(r, p) for p in parts for r in p.replicas]
+        rows.sort(key=lambda rp: (rp[0], rp[1].topic, rp[1].index))
+        return rows
+
     def _create_topic(self, initial: bool = False) -> int:
+        """``onNewPartitionCreation``: partitions and replicas New, the partitions' first
+        leaders, then every replica Online (those on dead brokers too)."""
         name = self._topic_name()
         count = self.rng.choice(_PARTITION_COUNTS)
         if initial:
@@ -224,74 +196,54 @@ class ClusterSim:
                 self.hosted[r][p] = None
             p.state = S.NEW_PARTITION
             self._prec(p, S.NON_EXISTENT_PARTITION, S.NEW_PARTITION, None, ev)
-            for r in p.replicas:
-                self._rrec(p, r, S.NON_EXISTENT_REPLICA, S.NEW_REPLICA, ev)
+        replicas = self._by_broker(parts)
+        for r, p in replicas:
+            self._rrec(p, r, S.NEW_REPLICA, ev)
         for p in parts:
-            live = [r for r in p.replicas if r in self.live]
-            if not live:
-                self._prec(p, S.NEW_PARTITION, S.ONLINE_PARTITION, None, ev, "failed",
-                           "StateChangeFailedException: no live replicas")
-                continue
-            p.leader, p.isr, p.leader_epoch = live[0], live, 0
-            p.state = S.ONLINE_PARTITION
-            self._prec(p, S.NEW_PARTITION, S.ONLINE_PARTITION, None, ev)
-            for r in live:
-                self._rrec(p, r, S.NEW_REPLICA, S.ONLINE_REPLICA, ev)
+            self._elect(p, ev)
+        for r, p in replicas:
+            self._rrec(p, r, S.ONLINE_REPLICA, ev)
         return count
 
     def _delete_topic(self) -> None:
-        if len(self.topics) < 3:
+        names = [name for name in self.topics if name not in self.deleting]
+        if len(names) < 3:
             return
-        name = self.rng.choice(list(self.topics))
-        parts = self.topics.pop(name)
+        name = self.rng.choice(names)
+        self.deleting.add(name)
+        self._delete_when_brokers_live(name)
+
+    def _delete_when_brokers_live(self, name: str) -> None:
+        """A topic with a replica on a dead broker is ineligible for deletion until the broker
+        is back (nothing recorded meanwhile); then partitions Offline and NonExistent, and
+        replicas Offline, DeletionStarted, and (on the StopReplica answers) DeletionSuccessful
+        and NonExistent."""
+        parts = self.topics.get(name)
+        if parts is None:
+            return
+        if any(r not in self.live for p in parts for r in p.replicas):
+            self._later(self._seconds(30, 120), self._delete_when_brokers_live, name)
+            return
+        del self.topics[name]
+        self.deleting.discard(name)
         ev = S.EV_TOPIC_DELETION
         for p in parts:
-            for r in p.replicas:
-                if r in self.live:
-                    self._rrec(p, r, S.ONLINE_REPLICA, S.OFFLINE_REPLICA, ev)
-            before = p.state
-            p.state, p.leader = S.OFFLINE_PARTITION, S.NO_LEADER
-            self._prec(p, before, S.OFFLINE_PARTITION, None, ev)
-            for r in p.replicas:
-                if r in self.live:
-                    self._rrec(p, r, S.OFFLINE_REPLICA, S.REPLICA_DELETION_STARTED, ev)
-                    self._rrec(p, r, S.REPLICA_DELETION_STARTED,
-                               S.REPLICA_DELETION_SUCCESSFUL, ev)
-                    self._rrec(p, r, S.REPLICA_DELETION_SUCCESSFUL, S.NON_EXISTENT_REPLICA, ev)
-                else:
-                    self._rrec(p, r, S.OFFLINE_REPLICA, S.REPLICA_DELETION_INELIGIBLE, ev)
-                self.hosted[r].pop(p, None)
-                self.shut_down.get(r, {}).pop(p, None)
+            self._to_offline(p, ev)
+        for p in parts:
             p.state = S.NON_EXISTENT_PARTITION
             self._prec(p, S.OFFLINE_PARTITION, S.NON_EXISTENT_PARTITION, None, ev)
-
-    # ---- elections -----------------------------------------------------------------------
-
-    def _elect_offline(self, p: Part, event: str) -> None:
-        """Kafka's offline election: the first live ISR member in assignment order, else (if
-        the topic allows it) any live replica, which is an unclean election."""
-        for r in p.replicas:
-            if r in self.live and r in p.isr:
-                p.leader, p.leader_epoch = r, p.leader_epoch + 1
-                p.isr = [x for x in p.isr if x in self.live]
-                p.state = S.ONLINE_PARTITION
-                self._prec(p, S.OFFLINE_PARTITION, S.ONLINE_PARTITION, "offline", event)
-                return
-        if p.unclean:
-            for r in p.replicas:
-                if r in self.live:
-                    p.leader, p.leader_epoch, p.isr = r, p.leader_epoch + 1, [r]
-                    p.state = S.ONLINE_PARTITION
-                    self._prec(p, S.OFFLINE_PARTITION, S.ONLINE_PARTITION, "offline_unclean",
-                               event)
-                    return
-        if self.rng.random() < 0.3:  # the controller logs some of its failed attempts
-            self._prec(p, S.OFFLINE_PARTITION, S.ONLINE_PARTITION, "offline", event, "failed",
-                       "NoReplicaOnlineException: no replica in ISR is alive")
-
-    def _move_leader(self, p: Part, leader: int, election: str, event: str) -> None:
-        p.leader, p.leader_epoch = leader, p.leader_epoch + 1
-        self._prec(p, S.ONLINE_PARTITION, S.ONLINE_PARTITION, election, event)
+        replicas = self._by_broker(parts)
+        for r, p in replicas:
+            self._cut_from_isr(p, r)
+            self._rrec(p, r, S.OFFLINE_REPLICA, ev)
+        for r, p in replicas:
+            self._rrec(p, r, S.REPLICA_DELETION_STARTED, ev)
+        self.clock += self._seconds(0.005, 0.2)
+        for r, p in replicas:
+            self._rrec(p, r, S.REPLICA_DELETION_SUCCESSFUL, EV_STOP_REPLICA_RESPONSE)
+        for r, p in replicas:
+            self._rrec(p, r, S.NON_EXISTENT_REPLICA, EV_STOP_REPLICA_RESPONSE)
+            self.hosted[r].pop(p, None)
 
     # ---- brokers -------------------------------------------------------------------------
 
@@ -309,68 +261,39 @@ class ClusterSim:
             return
         down = self.rng.sample(live, self.rng.randint(2, 3))
         outage = self._downtime()
+        if self.rng.random() < 0.25 and self._failover_allowed():
+            self._crash_controller()  # the active controller ran in the same rack
         for i, b in enumerate(down):
             self._later(self._seconds(0, 3) * i, self._fail, b)
             self._later(outage + self._seconds(0, 120), self._return, b)
 
     def _fail(self, b: int) -> None:
+        """``onBrokerFailure``: the partitions ``b`` led go Offline, every New or Offline
+        partition is elected, and ``b``'s replicas go Offline (cut from their ISRs)."""
         if b not in self.live:
             return
         self.live.discard(b)
-        if b == self.controller:  # the controller's broker died with it: no resignation
-            self._fail_with_controller(b)
-            return
+        if self.controller is None:
+            return  # the next controller finds it dead
         ev = S.EV_BROKER_CHANGE
-        hosted = self.hosted[b]
-        led = [p for p in hosted if p.state == S.ONLINE_PARTITION and p.leader == b]
-        for p in led:
-            p.state, p.leader = S.OFFLINE_PARTITION, S.NO_LEADER
-            self._prec(p, S.ONLINE_PARTITION, S.OFFLINE_PARTITION, None, ev)
-        for p in led:
-            self._elect_offline(p, ev)
-        already = self.shut_down.pop(b, {})
+        hosted = self._hosted(b)
         for p in hosted:
-            if p in already:
-                continue
-            if b in p.isr:
-                if len(p.isr) > 1:
-                    p.isr = [x for x in p.isr if x != b]
-                    p.leader_epoch += 1
-                else:  # the last ISR member: ZooKeeper keeps it in the ISR, with no leader
-                    p.leader = S.NO_LEADER
-            self._rrec(p, b, S.ONLINE_REPLICA, S.OFFLINE_REPLICA, ev)
-
-    def _fail_with_controller(self, b: int) -> None:
-        """The controller's own broker died: nobody records the failure as it happens. The
-        next controller finds the partitions b led without a live leader when it loads the
-        cluster (NonExistent -> Offline) and elects them in its failover, as Kafka's
-        ``onControllerFailover`` does; b's replicas start out ineligible (no record), and the
-        leaders of the partitions b followed drop it from their ISRs once it lags."""
-        for p in self.hosted[b]:
             if p.state == S.ONLINE_PARTITION and p.leader == b:
-                p.state, p.leader = S.OFFLINE_PARTITION, S.NO_LEADER
-        self.shut_down.pop(b, None)
-        self._elect_controller(crashed=True)
-        lag = self._seconds(10, 30)  # replica.lag.time.max.ms
-        for p in self.hosted[b]:
-            self._later(lag, self._drop_lagging, p, b)
-
-    def _drop_lagging(self, p: Part, b: int) -> None:
-        if p.state == S.ONLINE_PARTITION and b not in self.live and b in p.isr and b != p.leader:
-            self._isr_remove(p, b)
+                self._to_offline(p, ev)
+        self._elect_all(ev)
+        self._replicas_offline(b, hosted, ev)
 
     def _return(self, b: int) -> None:
+        """``onBrokerStartup``: ``b``'s replicas Online, then every New or Offline partition
+        elected; it rejoins ISRs once caught up, and regains preferred leadership."""
         if b in self.live:
             return
         self.live.add(b)
-        self.seq[b] = 0  # a new broker process, a new sequence
-        ev = S.EV_BROKER_CHANGE
-        hosted = list(self.hosted[b])
-        for p in hosted:
-            self._rrec(p, b, S.OFFLINE_REPLICA, S.ONLINE_REPLICA, ev)
-        for p in hosted:
-            if p.state == S.OFFLINE_PARTITION:
-                self._elect_offline(p, ev)
+        if self.controller is not None:  # else the next controller finds it live
+            ev = S.EV_BROKER_CHANGE
+            for p in self._hosted(b):
+                self._rrec(p, b, S.ONLINE_REPLICA, ev)
+            self._elect_all(ev)
         catch_up = self._seconds(5, 240)
         self._later(catch_up, self._isr_expand, b)
         if self.spec.auto_rebalance:
@@ -379,7 +302,7 @@ class ClusterSim:
     def _isr_expand(self, b: int) -> None:
         if b not in self.live:
             return
-        for p in self.hosted[b]:
+        for p in self._hosted(b):
             if p.state == S.ONLINE_PARTITION and b not in p.isr and p.leader in self.live:
                 self._isr_add(p, b)
 
@@ -400,7 +323,7 @@ class ClusterSim:
         return S.EV_ISR_CHANGE if p.index % 5 == 0 else S.EV_ALTER_PARTITION
 
     def _auto_preferred(self, b: int) -> None:
-        for p in self.hosted[b]:
+        for p in self._hosted(b):
             if (
                 b in self.live and p.state == S.ONLINE_PARTITION and p.replicas[0] == b
                 and p.leader != b and b in p.isr
@@ -425,62 +348,99 @@ class ClusterSim:
             delay += down + self._seconds(60, 240)
 
     def _controlled_shutdown(self, b: int, down: int) -> None:
+        """``doControlledShutdown``: of the partitions with more than one replica, those
+        ``b`` leads get a leader from the rest of the ISR, and ``b``'s replica of the others
+        goes Offline. When the process stops, the broker failure re-records all of them."""
         if b not in self.live:
             return
         ev = S.EV_CONTROLLED_SHUTDOWN
-        hosted = self.hosted[b]
-        for p in hosted:
+        acted = [p for p in self._hosted(b) if len(p.replicas) > 1]
+        followed = [p for p in acted if p.leader != b]
+        for p in acted:
             if p.state == S.ONLINE_PARTITION and p.leader == b:
                 others = [r for r in p.replicas if r != b and r in self.live and r in p.isr]
                 if others:
                     p.isr = [r for r in p.isr if r != b]
                     self._move_leader(p, others[0], "controlled_shutdown", ev)
-        moved: dict[Part, None] = {}
-        for p in hosted:
-            if p.leader != b:
-                if b in p.isr and len(p.isr) > 1:
-                    p.isr = [r for r in p.isr if r != b]
-                    p.leader_epoch += 1
-                self._rrec(p, b, S.ONLINE_REPLICA, S.OFFLINE_REPLICA, ev)
-                moved[p] = None
-        self.shut_down[b] = moved
+        self._replicas_offline(b, followed, ev)
         self._later(self._seconds(2, 15), self._fail, b)
         self._later(down, self._return, b)
 
     # ---- controller ----------------------------------------------------------------------
 
-    def _controller_failover(self) -> None:
-        crashed = self.rng.random() < 0.5
-        if not crashed:
-            self._crec(S.CONTROLLER_READY, S.CONTROLLER_RESIGNED)
-        self._elect_controller(crashed)
+    def _failover_allowed(self) -> bool:
+        gap = int(self.spec.min_failover_gap_h * 3600 * SECOND)
+        return self.controller is not None and self.clock - self.last_failover >= gap
 
-    def _elect_controller(self, crashed: bool) -> None:
-        # A crash is noticed only when the controller's ZooKeeper session expires.
-        self.clock += self._seconds(6, 18) if crashed else self._seconds(0.05, 1.0)
-        candidates = sorted(self.live) or self.brokers
-        self.controller = self.rng.choice(candidates)
+    def _controller_failover(self) -> None:
+        if not self._failover_allowed():
+            return
+        if self.rng.random() < 0.5:
+            self._crash_controller()
+        else:
+            self._resign_controller()
+
+    def _resign_controller(self) -> None:
+        """Its ZooKeeper session expired: it resigns, and whichever process creates
+        /controller first takes over at once (a standby, or itself when it registers again)."""
+        self._crec(S.CONTROLLER_RESIGNED, EV_EXPIRE)
+        self.clock += self._seconds(0.05, 1.0)
+        self._elect_controller(None)
+
+    def _crash_controller(self) -> None:
+        """The process dies without resigning; a standby notices when the session expires."""
+        crashed = self.controller
+        assert crashed is not None
+        self.controller = None
+        self.seq[crashed] = 0  # its restarted process counts from the start
+        self.last_failover = self.clock
+        gap = self._seconds(6, 18)  # zookeeper.session.timeout.ms and detection
+        self.gap_end = self.clock + gap
+        self._later(gap, self._elect_controller, crashed)
+
+    def _elect_controller(self, previous: int | None) -> None:
+        """A controller other than ``previous`` (a crashed one) is elected.
+
+        ``onControllerFailover``: load the cluster; every replica re-recorded (Online, or
+        Offline and cut from its ISR on a dead broker); the partitions without a live leader
+        found Offline (NonExistent -> Offline); every New or Offline partition elected."""
+        resigned = self.controller
+        others = [c for c in self.controllers if c != previous]
+        self.controller = self.rng.choice(others or self.controllers)
+        # The process that resigned and won again elects itself in the event that made it
+        # register again.
+        ev = S.EV_REELECT if self.controller != resigned else EV_REREGISTER
         self.epoch += 1
-        self._crec(None, S.CONTROLLER_ELECTED)
-        # As the controller does: the partitions it finds without a live leader.
-        for parts in self.topics.values():
-            for p in parts:
-                if p.state == S.OFFLINE_PARTITION:
-                    self._prec(p, S.NON_EXISTENT_PARTITION, S.OFFLINE_PARTITION, None,
-                               S.EV_REELECT)  # fmt: skip
-        # ... and elects them (the offline ones with a live replica come back online).
-        for parts in list(self.topics.values()):
-            for p in parts:
-                if p.state == S.OFFLINE_PARTITION:
-                    self._elect_offline(p, S.EV_REELECT)
+        self.last_failover = self.clock
+        self._crec(S.CONTROLLER_ELECTED, ev)
         size = sum(len(parts) for parts in self.topics.values())
         self.clock += self._seconds(0.2, 2.0) + size * 400  # loading state from ZooKeeper
-        self._crec(S.CONTROLLER_ELECTED, S.CONTROLLER_READY)
+        for b in self.brokers:
+            if b in self.live:
+                for p in self._hosted(b):
+                    p.rstates[b] = S.ONLINE_REPLICA
+                    self._rrec(p, b, S.ONLINE_REPLICA, ev)
+        for b in self.brokers:
+            if b not in self.live:
+                parts = self._hosted(b)
+                for p in parts:
+                    p.rstates[b] = S.REPLICA_DELETION_INELIGIBLE
+                self._replicas_offline(b, parts, ev)
+        for p in by_key(p for parts in self.topics.values() for p in parts):
+            if not p.led:
+                continue  # still New
+            if p.leader in self.live:
+                p.state = S.ONLINE_PARTITION
+            else:
+                p.state = S.OFFLINE_PARTITION
+                self._prec(p, S.NON_EXISTENT_PARTITION, S.OFFLINE_PARTITION, None, ev)
+        self._elect_all(ev)
+        self._crec(S.CONTROLLER_READY, ev)
 
     # ---- reassignment and ISR churn ------------------------------------------------------
 
     def _online_parts(self, k: int) -> list[Part]:
-        names = list(self.topics)
+        names = [name for name in self.topics if name not in self.deleting]
         picked: list[Part] = []
         for _ in range(k * 3):
             if len(picked) >= k or not names:
@@ -491,6 +451,8 @@ class ClusterSim:
         return picked
 
     def _reassignment(self) -> None:
+        """Phase A of ``onPartitionReassignment``: a new leader epoch carries the grown
+        replica set (no record), and the adding replica goes New."""
         ev = S.EV_REASSIGNMENT
         for p in self._online_parts(self.rng.randint(1, 30)):
             olds = [r for r in p.replicas if r in self.live]
@@ -499,35 +461,39 @@ class ClusterSim:
                 continue
             old, new = self.rng.choice(olds), self.rng.choice(news)
             p.replicas = [*p.replicas, new]  # Kafka's ORS + TRS while moving
+            p.leader_epoch += 1
             self.hosted[new][p] = None
-            self._rrec(p, new, S.NON_EXISTENT_REPLICA, S.NEW_REPLICA, ev)
-            self._rrec(p, new, S.NEW_REPLICA, S.ONLINE_REPLICA, ev)
+            self._rrec(p, new, S.NEW_REPLICA, ev)
             self._later(self._seconds(10, 900), self._finish_reassignment, p, old, new)
 
     def _finish_reassignment(self, p: Part, old: int, new: int) -> None:
-        if (
-            p.topic not in self.topics or p.state != S.ONLINE_PARTITION or new not in self.live
-            or p.leader not in self.live
-        ):
+        """Phase B, once the new replica is in the ISR: it goes Online; the leader moves if
+        it is leaving (else a new epoch, no record); the old replica goes Offline (cut from
+        the ISR) and is deleted."""
+        if p.state != S.ONLINE_PARTITION or new not in self.live or p.leader not in self.live:
             return  # stalled: left with the extra replica, as a stuck reassignment would be
-        ev = S.EV_REASSIGNMENT
-        if new not in p.isr:
-            self._isr_add(p, new)
         target = [new if r == old else r for r in p.replicas if r != new]
-        p.replicas = target
-        if p.leader not in target:
-            leader = next((r for r in target if r in self.live and r in p.isr), None)
+        leader = p.leader
+        if leader not in target:
+            members = {*p.isr, new}
+            leader = next((r for r in target if r in self.live and r in members), None)
             if leader is None:
                 return
-            p.isr = [r for r in p.isr if r != old]
+        ev = S.EV_REASSIGNMENT
+        if new not in p.isr:
+            self._isr_add(p, new)  # it caught up
+        self._rrec(p, new, S.ONLINE_REPLICA, ev)
+        p.replicas = target
+        if leader == p.leader:
+            p.leader_epoch += 1
+        else:
             self._move_leader(p, leader, "reassign", ev)
-        elif old in p.isr:
-            p.isr = [r for r in p.isr if r != old]
-        if old in self.live:
-            self._rrec(p, old, S.ONLINE_REPLICA, S.OFFLINE_REPLICA, ev)
-            self._rrec(p, old, S.OFFLINE_REPLICA, S.REPLICA_DELETION_STARTED, ev)
-            self._rrec(p, old, S.REPLICA_DELETION_STARTED, S.REPLICA_DELETION_SUCCESSFUL, ev)
-            self._rrec(p, old, S.REPLICA_DELETION_SUCCESSFUL, S.NON_EXISTENT_REPLICA, ev)
+        self._cut_from_isr(p, old)
+        for to in (
+            S.OFFLINE_REPLICA, S.REPLICA_DELETION_STARTED, S.REPLICA_DELETION_SUCCESSFUL,
+            S.NON_EXISTENT_REPLICA,
+        ):
+            self._rrec(p, old, to, ev)
         self.hosted[old].pop(p, None)
 
     def _isr_flap(self) -> None:
@@ -557,7 +523,6 @@ class ClusterSim:
                 and b in p.replicas and p.leader in self.live
             ):
                 self._isr_add(p, b)
-
 
 def size_for(records: int, index: int) -> tuple[int, int]:
     """(brokers, partitions) for a cluster given its share of the record budget: bigger logs

@@ -1,0 +1,267 @@
+"""The generator writes the records the real controller writes.
+
+The same incidents are played twice: on the real controller (``controller.sim``'s World: the
+controller's code against an in-memory ZooKeeper and simulated brokers) and on the generator's
+model. Every record shape the generator writes (kind, from and to state, election, event,
+result, and which of leader, leader epoch and ISR it carries) must be one the controller
+writes for the same incident, in the same order of steps.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from controller.analytics import schema as S
+from controller.analytics.generate import Noise, generate
+from controller.analytics.generate.sim import SECOND, ClusterSim, ClusterSpec
+from controller.analytics.generate.writer import RecordWriter
+
+Shape = tuple[object, ...]
+
+
+def _shape(r: dict) -> Shape:
+    return (
+        r["kind"], r["from_state"], r["to_state"], r["election"], r["event"], r["result"],
+        r["leader"] is None, r["leader_epoch"] is None, r["isr"] is None,
+    )
+
+
+def _steps(records: list[dict]) -> list[Shape]:
+    """The shapes in order, each run of one shape written once (the step sequence)."""
+    out: list[Shape] = []
+    for r in records:
+        s = _shape(r)
+        if not out or out[-1] != s:
+            out.append(s)
+    return out
+
+
+# ---- the real controller -------------------------------------------------------------------
+
+
+class RealCluster:
+    def __init__(self) -> None:
+        from controller.sim.world import SimConfig, World
+
+        self.w = World(
+            7,
+            SimConfig(
+                brokers=(1, 2, 3, 4), controllers=(100, 101), interleave_p=0.0,
+                admin_mid_event_p=0.0,
+            ),
+        )
+
+    def settle(self) -> None:
+        self.w.run(3000)
+        self.w.quiesce()
+
+    @contextmanager
+    def incident(self, into: dict[str, list[dict]], name: str) -> Iterator[None]:
+        from controller.sim.runner import quiet_logs
+
+        marks = [len(log.getvalue()) for log in self.w.state_change_logs]
+        with quiet_logs():
+            yield
+            self.settle()
+        records = into.setdefault(name, [])
+        for i, log in enumerate(self.w.state_change_logs):
+            text = log.getvalue()[marks[i] if i < len(marks) else 0 :]
+            records.extend(json.loads(line) for line in text.splitlines())
+
+
+def _real_log() -> dict[str, list[dict]]:
+    from controller.sim.runner import quiet_logs
+
+    c = RealCluster()
+    w = c.w
+    got: dict[str, list[dict]] = {}
+    with quiet_logs():
+        for b in (1, 2, 3, 4):
+            w.op_restart_broker(b)
+    with c.incident(got, "startup"):
+        w.op_restart_controller(100)
+    with c.incident(got, "create"):
+        w.op_create_topic(partitions=4, replication=3)
+    with c.incident(got, "standby"):
+        w.op_restart_controller(101)
+    with c.incident(got, "failure"):
+        w.op_kill_broker(1)
+    with c.incident(got, "return"):
+        w.op_restart_broker(1)
+    with c.incident(got, "controlled_shutdown"):
+        w.op_controlled_shutdown(3)
+    with c.incident(got, "return"):
+        w.op_restart_broker(3)
+    with c.incident(got, "failure"):  # the rest of the ISR dies: elections fail
+        w.op_kill_broker(2)
+        w.op_kill_broker(3)
+    with c.incident(got, "create"):  # some replicas on dead brokers
+        w.op_create_topic(partitions=2, replication=3)
+    with c.incident(got, "failure"):
+        w.op_kill_broker(1)
+        w.op_kill_broker(4)
+    with c.incident(got, "create"):  # no replica alive
+        w.op_create_topic(partitions=1, replication=2)
+    for b in (1, 2, 3, 4):
+        with c.incident(got, "return"):
+            w.op_restart_broker(b)
+    with c.incident(got, "resignation"):
+        w.op_expire_controller(w.active_controller().cid)  # type: ignore[union-attr]
+    with c.incident(got, "crash"):  # the controller and a broker die together
+        w.op_crash_controller(w.active_controller().cid)  # type: ignore[union-attr]
+        w.op_kill_broker(2)
+    with c.incident(got, "return"):
+        w.op_restart_broker(2)
+    with c.incident(got, "deletion"):
+        w.op_delete_topic("t0")
+        w.run(5000)
+    return got
+
+
+# ---- the generator -------------------------------------------------------------------------
+
+
+def _generated_log() -> dict[str, list[dict]]:
+    out = io.StringIO()
+    rng = random.Random(11)
+    writer = RecordWriter(out, "c", 1_000_000, rng, Noise.none())
+    start = 1_700_000_000 * SECOND
+    spec = ClusterSpec("c", brokers=4, partitions=16, min_failover_gap_h=0.0)
+    sim = ClusterSim(spec, writer, rng, start, start * 2)
+    got: dict[str, list[dict]] = {}
+    seen = 0
+
+    def incident(name: str, *steps: Callable[[], None]) -> None:
+        nonlocal seen
+        for step in steps:
+            step()
+        writer.close()
+        lines = out.getvalue().splitlines()
+        got.setdefault(name, []).extend(json.loads(line) for line in lines[seen:])
+        seen = len(lines)
+
+    incident("startup", lambda: sim._crec(S.CONTROLLER_ELECTED, "Startup"),
+             lambda: sim._crec(S.CONTROLLER_READY, "Startup"))
+    incident("create", sim._create_initial_topics)
+    incident("failure", lambda: sim._fail(1))
+    incident("return", lambda: sim._return(1))
+    incident("controlled_shutdown", lambda: sim._controlled_shutdown(3, 60 * SECOND),
+             lambda: sim._fail(3))
+    incident("return", lambda: sim._return(3))
+    incident("failure", lambda: sim._fail(2), lambda: sim._fail(3))
+    incident("create", sim._create_topic)
+    incident("failure", lambda: sim._fail(1), lambda: sim._fail(4))
+    incident("create", sim._create_topic)
+    incident("return", *(lambda b=b: sim._return(b) for b in (1, 2, 3, 4)))
+    incident("resignation", sim._resign_controller)
+    previous = sim.controller
+    hosted = {(p.topic, p.index, b) for b, parts in sim.hosted.items() for p in parts}
+    incident("crash", sim._crash_controller, lambda: sim._fail(2),
+             lambda: sim._elect_controller(previous))
+    got["hosted at the crash"] = [{"replica": r} for r in sorted(hosted)]
+    incident("return", lambda: sim._return(2))
+    topic = next(iter(sim.topics))
+    incident("deletion", lambda: sim._delete_when_brokers_live(topic))
+    return got
+
+
+@pytest.fixture(scope="module")
+def logs() -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+    return _real_log(), _generated_log()
+
+
+INCIDENTS = (
+    "startup", "create", "failure", "return", "controlled_shutdown", "resignation", "crash",
+    "deletion",
+)
+
+
+@pytest.mark.parametrize("incident", INCIDENTS)
+def test_every_generated_record_shape_is_one_the_controller_writes(logs, incident: str) -> None:
+    real, generated = logs
+    # Whoever wins after a resignation (the same process, registering again, or a standby),
+    # the failover is the one a crash's successor makes.
+    like = {"resignation": ("resignation", "crash")}.get(incident, (incident,))
+    real_shapes = {_shape(r) for name in like for r in real[name]}
+    gen_shapes = {_shape(r) for r in generated[incident]}
+    assert gen_shapes, f"the generator wrote nothing for {incident}"
+    assert gen_shapes <= real_shapes, sorted(map(str, gen_shapes - real_shapes))
+
+
+@pytest.mark.parametrize("incident", ["failure", "controlled_shutdown", "crash", "deletion"])
+def test_the_steps_come_in_the_controllers_order(logs, incident: str) -> None:
+    """For one incident, the order of the first appearance of each step (kind, from, to,
+    result) is the controller's."""
+
+    def order(records: list[dict]) -> list[tuple[object, ...]]:
+        seen: list[tuple[object, ...]] = []
+        for r in records:
+            step = (r["kind"], r["from_state"], r["to_state"], r["result"])
+            if step not in seen:
+                seen.append(step)
+        return seen
+
+    real, generated = logs
+    real_order = order(real[incident])
+    gen_order = [s for s in order(generated[incident]) if s in real_order]
+    assert gen_order == [s for s in real_order if s in gen_order]
+
+
+def test_a_controller_failover_rerecords_every_replica_and_cuts_the_dead(logs) -> None:
+    """The successor of a crashed controller records every replica: Online -> Online on the
+    live brokers, DeletionIneligible -> Offline (out of the ISR) on the one that died with
+    it, whose led partitions it finds offline and elects."""
+    _, generated = logs
+    crash = generated["crash"]
+    assert crash[0]["to_state"] == "elected" and crash[-1]["to_state"] == "ready"
+    assert not any(r["event"] == "BrokerChange" for r in crash)  # nobody saw it die
+    replicas = [r for r in crash if r["kind"] == "replica"]
+    hosted = {tuple(r["replica"]) for r in generated["hosted at the crash"]}
+    assert {(r["topic"], r["partition"], r["replica"]) for r in replicas} == hosted
+    for r in replicas:
+        if r["replica"] == 2:
+            assert (r["from_state"], r["to_state"]) == ("ReplicaDeletionIneligible",
+                                                         "OfflineReplica")
+            assert 2 not in r["isr"] or (r["isr"] == [2] and r["leader"] == -1)
+        else:
+            assert (r["from_state"], r["to_state"]) == ("OnlineReplica", "OnlineReplica")
+    found = [r for r in crash if r["from_state"] == "NonExistentPartition"]
+    assert found and all(r["leader"] == -1 for r in found)
+    elected = {(r["topic"], r["partition"]) for r in crash
+               if r["kind"] == "partition" and r["to_state"] == "OnlinePartition"}
+    assert {(r["topic"], r["partition"]) for r in found} == elected
+    assert len({r["controller_epoch"] for r in crash}) == 1
+
+
+def test_generated_replica_steps_follow_from_the_last_state(tmp_path: Path) -> None:
+    """In a whole generated log, each replica and partition record starts from the state
+    the previous one left it in (a new controller's re-records excepted: it starts from what
+    it loads), and the controller's records carry no from-state."""
+    path = tmp_path / "log.jsonl"
+    generate(60_000, path, clusters=2, seed=21, noise=Noise.none(), processes=1)
+    lines = path.read_text().splitlines()
+    state: dict[tuple[object, ...], str] = {}
+    kinds: set[str] = set()
+    for line in lines:
+        r = json.loads(line)
+        kinds.add(r["event"])
+        if r["kind"] == "controller":
+            assert r["from_state"] is None
+            continue
+        key = (r["cluster"], r["kind"], r["topic"], r["partition"], r["replica"])
+        default = "NonExistentReplica" if r["kind"] == "replica" else "NonExistentPartition"
+        reloaded = r["event"] == "Reelect" and r["from_state"] in (
+            "OnlineReplica", "ReplicaDeletionIneligible", "NonExistentPartition"
+        )
+        if not reloaded:
+            assert r["from_state"] == state.get(key, default), line
+        if r["result"] == "ok":
+            state[key] = r["to_state"]
+    assert {"Reelect", "BrokerChange", "ControlledShutdown", "TopicDeletion"} <= kinds
