@@ -249,9 +249,22 @@ def test_generated_replica_steps_follow_from_the_last_state(tmp_path: Path) -> N
     lines = path.read_text().splitlines()
     state: dict[tuple[object, ...], str] = {}
     kinds: set[str] = set()
+    # Per partition (since its creation): the leader epoch never goes back, and one epoch
+    # has one leader, as in ZooKeeper.
+    leadership: dict[tuple[object, ...], tuple[int, int]] = {}
     for line in lines:
         r = json.loads(line)
         kinds.add(r["event"])
+        tp = (r["cluster"], r["topic"], r["partition"])
+        if r["to_state"] == "NewPartition":
+            leadership.pop(tp, None)
+        if r["leader_epoch"] is not None:
+            epoch, leader = r["leader_epoch"], r["leader"]
+            seen = leadership.get(tp)
+            if seen is not None:
+                assert epoch >= seen[0], line
+                assert epoch > seen[0] or leader == seen[1], line
+            leadership[tp] = (epoch, leader)
         if r["kind"] == "controller":
             assert r["from_state"] is None
             continue
@@ -265,3 +278,40 @@ def test_generated_replica_steps_follow_from_the_last_state(tmp_path: Path) -> N
         if r["result"] == "ok":
             state[key] = r["to_state"]
     assert {"Reelect", "BrokerChange", "ControlledShutdown", "TopicDeletion"} <= kinds
+
+
+def test_the_log_ends_telling_the_models_story() -> None:
+    """After a few hundred incidents, each partition's last record with a leadership names
+    the leader, leader epoch and ISR the model ends with (as the simulator's
+    ``sim-scl-matches-zk`` checks the real controller's log against ZooKeeper)."""
+    import heapq
+
+    out = io.StringIO()
+    rng = random.Random(5)
+    writer = RecordWriter(out, "c", 10**9, rng, Noise.none())
+    start = 1_700_000_000 * SECOND
+    spec = ClusterSpec("c", brokers=6, partitions=80, min_failover_gap_h=1.0)
+    sim = ClusterSim(spec, writer, rng, start, start * 2)
+    sim._create_initial_topics()
+    for _ in range(400):
+        due = sim.clock + 120 * SECOND
+        while sim.queue and sim.queue[0][0] <= due:
+            t, _, fn, args = heapq.heappop(sim.queue)
+            sim._handle(t, fn, *args)
+        sim._handle(due, sim._incident)
+    while sim.queue:  # every return, catch-up, deferred event and failover finishes
+        t, _, fn, args = heapq.heappop(sim.queue)
+        sim._handle(t, fn, *args)
+    writer.close()
+    last: dict[tuple[str, int], tuple[int, int, list[int]]] = {}
+    events: set[str] = set()
+    for line in out.getvalue().splitlines():
+        r = json.loads(line)
+        events.add(r["event"])
+        if r["kind"] != "controller" and r["leader"] is not None and r["result"] == "ok":
+            last[(r["topic"], r["partition"])] = (r["leader"], r["leader_epoch"], r["isr"])
+    assert {"Reelect", "BrokerChange", "ControlledShutdown", "ZkPartitionReassignment"} <= events
+    parts = [p for ps in sim.topics.values() for p in ps if p.led]
+    assert parts
+    for p in parts:
+        assert last[(p.topic, p.index)] == (p.leader, p.leader_epoch, p.isr), p
