@@ -20,7 +20,7 @@ import pytest
 
 from controller.analytics import schema as S
 from controller.analytics.generate import Noise, generate
-from controller.analytics.generate.sim import SECOND, ClusterSim, ClusterSpec
+from controller.analytics.generate.sim import SECOND, ClusterSim, ClusterSpec, Part
 from controller.analytics.generate.writer import RecordWriter
 
 Shape = tuple[object, ...]
@@ -47,11 +47,11 @@ def _steps(records: list[dict]) -> list[Shape]:
 
 
 class RealCluster:
-    def __init__(self) -> None:
+    def __init__(self, seed: int = 7) -> None:
         from controller.sim.world import SimConfig, World
 
         self.w = World(
-            7,
+            seed,
             SimConfig(
                 brokers=(1, 2, 3, 4), controllers=(100, 101), interleave_p=0.0,
                 admin_mid_event_p=0.0,
@@ -270,7 +270,7 @@ def test_generated_replica_steps_follow_from_the_last_state(tmp_path: Path) -> N
             continue
         key = (r["cluster"], r["kind"], r["topic"], r["partition"], r["replica"])
         default = "NonExistentReplica" if r["kind"] == "replica" else "NonExistentPartition"
-        reloaded = r["event"] == "Reelect" and r["from_state"] in (
+        reloaded = r["event"] in S.EV_FAILOVER and r["from_state"] in (
             "OnlineReplica", "ReplicaDeletionIneligible", "NonExistentPartition"
         )
         if not reloaded:
@@ -315,3 +315,112 @@ def test_the_log_ends_telling_the_models_story() -> None:
     assert parts
     for p in parts:
         assert last[(p.topic, p.index)] == (p.leader, p.leader_epoch, p.isr), p
+
+
+# ---- the same incidents on the same assignment, record by record ---------------------------
+
+
+def _record_key(r: dict) -> tuple[object, ...]:
+    isr = tuple(r["isr"]) if r["isr"] is not None else None
+    return (
+        r["kind"], r["topic"], r["partition"], r["replica"], r["from_state"], r["to_state"],
+        r["leader"], r["leader_epoch"], isr, r["election"], r["event"], r["result"], r["error"],
+    )
+
+
+@pytest.mark.parametrize("seed", [3, 7, 11])
+def test_broker_incidents_write_the_controllers_records_exactly(seed: int) -> None:
+    """A topic with the real controller's assignment on both sides; then broker failures
+    (some leaving partitions offline), returns, controlled shutdowns (one that cannot move a
+    partition it leads) and a preferred election: every record (values, errors, order)
+    the same, in both directions."""
+    from controller.core.model import TopicPartition
+    from controller.sim.runner import quiet_logs
+
+    real = RealCluster(seed)  # the seed draws the topic's assignment
+    w = real.w
+    with quiet_logs():
+        for b in (1, 2, 3, 4):
+            w.op_restart_broker(b)
+        w.op_restart_controller(100)
+        real.settle()
+        w.op_create_topic(partitions=6, replication=3)
+        real.settle()
+    assignment = w._topic_assignment("t0")
+    assert assignment is not None
+
+    out = io.StringIO()
+    rng = random.Random(seed)
+    writer = RecordWriter(out, None, 10**9, rng, Noise.none())
+    start = 1_700_000_000 * SECOND
+    sim = ClusterSim(ClusterSpec("c", brokers=4, partitions=6), writer, rng, start, start * 2)
+    sim.controller, sim.epoch, sim.seq[100] = 100, 1, 0
+    parts = [Part("t0", i, list(assignment.partitions[i].replicas), False) for i in range(6)]
+    sim.topics["t0"] = parts
+    for p in parts:
+        for r in p.replicas:
+            sim.hosted[r][p] = None
+        p.state = S.NEW_PARTITION
+        sim._elect(p, S.EV_TOPIC_CHANGE)
+        p.rstates = dict.fromkeys(p.replicas, S.ONLINE_REPLICA)
+    writer.close()
+    seen = len(out.getvalue().splitlines())
+
+    def generated(*steps: Callable[[], None]) -> list[dict]:
+        nonlocal seen
+        for step in steps:
+            step()
+            sim.queue.clear()  # the scenario says what happens next
+        writer.close()
+        lines = out.getvalue().splitlines()
+        records = [json.loads(line) for line in lines[seen:]]
+        seen = len(lines)
+        return records
+
+    def shutdown(b: int) -> Callable[[], None]:
+        def run() -> None:
+            for attempt in (1, 2, 3):
+                before = len(sim.queue)
+                sim._controlled_shutdown(b, SECOND, attempt)
+                retry = [e for e in sim.queue[before:] if e[2].__name__ == "_controlled_shutdown"]
+                if not retry:
+                    break
+                sim.queue.clear()
+            sim.queue.clear()
+            sim._fail(b)
+        return run
+
+    everyone = [TopicPartition("t0", i) for i in range(6)]
+    incidents: list[tuple[str, Callable[[], None], list[Callable[[], None]]]] = [
+        ("kill 1", lambda: w.op_kill_broker(1), [lambda: sim._fail(1)]),
+        ("return 1", lambda: w.op_restart_broker(1), [lambda: sim._return(1)]),
+        ("controlled shutdown 3", lambda: w.op_controlled_shutdown(3), [shutdown(3)]),
+        ("return 3", lambda: w.op_restart_broker(3), [lambda: sim._return(3)]),
+        ("kill 2", lambda: w.op_kill_broker(2), [lambda: sim._fail(2)]),
+        ("kill 3", lambda: w.op_kill_broker(3), [lambda: sim._fail(3)]),
+        ("controlled shutdown 4", lambda: w.op_controlled_shutdown(4), [shutdown(4)]),
+        ("return 2", lambda: w.op_restart_broker(2), [lambda: sim._return(2)]),
+        ("return 3", lambda: w.op_restart_broker(3), [lambda: sim._return(3)]),
+        ("return 4", lambda: w.op_restart_broker(4), [lambda: sim._return(4)]),
+        ("preferred", lambda: w.op_elect(everyone, False, False), [sim._manual_preferred]),
+        ("controlled shutdown 1", lambda: w.op_controlled_shutdown(1), [shutdown(1)]),
+        ("return 1", lambda: w.op_restart_broker(1), [lambda: sim._return(1)]),
+    ]
+    compared = 0
+    steps: set[tuple[object, ...]] = set()
+    for name, real_step, generated_steps in incidents:
+        got: dict[str, list[dict]] = {}
+        with real.incident(got, name):
+            real_step()
+        want = [_record_key(r) for r in got[name] if r["kind"] != "controller"]
+        have = [_record_key(r) for r in generated(*generated_steps)]
+        assert have == want, name
+        compared += len(want)
+        steps |= {(k[9], k[10], k[11]) for k in want}
+    assert compared > 60
+    # What the scenario is for: failed offline, preferred and controlled-shutdown elections.
+    assert {
+        ("offline", "BrokerChange", "failed"),
+        ("preferred", "ReplicaLeaderElection", "failed"),
+        ("controlled_shutdown", "ControlledShutdown", "failed"),
+    } <= steps, steps

@@ -59,6 +59,14 @@ def by_key(parts: Iterable[Part]) -> list[Part]:
     return sorted(parts, key=_KEY)
 
 
+def failed_election(p: Part, strategy: str) -> str:
+    """The controller's error for an election that found no leader."""
+    return (
+        f"Failed to elect leader for partition {p.topic}-{p.index} under strategy "
+        f"{strategy}Strategy"
+    )
+
+
 class Machines:
     """Record writing and the state-machine steps; ``ClusterSim`` drives them."""
 
@@ -169,8 +177,7 @@ class Machines:
         if leader is None:
             self._prec(
                 p, S.OFFLINE_PARTITION, S.ONLINE_PARTITION, "offline", event, S.RESULT_FAILED,
-                f"Failed to elect leader for partition {p.topic}-{p.index} under strategy "
-                "OfflinePartitionLeaderElectionStrategy",
+                failed_election(p, "OfflinePartitionLeaderElection"),
             )
             return
         p.leader, p.leader_epoch, p.isr = leader, p.leader_epoch + 1, isr  # type: ignore[assignment]
@@ -205,8 +212,14 @@ class Machines:
         p.leader_epoch += 1
 
     def _replicas_offline(self, b: int, parts: list[Part], event: str) -> None:
-        for p in parts:
+        """``b``'s replicas of ``parts`` (in key order) Offline, recorded in the controller's
+        order: those whose ISR did not hold ``b``, then those cut from it, then those of
+        partitions never led."""
+        kept = [p for p in parts if p.led and b not in p.isr]
+        cut = [p for p in parts if p.led and b in p.isr]
+        for p in cut:
             self._cut_from_isr(p, b)
+        for p in (*kept, *cut, *(p for p in parts if not p.led)):
             self._rrec(p, b, S.OFFLINE_REPLICA, event)
 
     def _hosted(self, b: int) -> list[Part]:

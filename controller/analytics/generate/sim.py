@@ -34,6 +34,7 @@ from controller.analytics.generate.machines import (
     Machines,
     Part,
     by_key,
+    failed_election,
 )
 from controller.analytics.generate.writer import RecordWriter
 
@@ -233,9 +234,8 @@ class ClusterSim(Machines):
             p.state = S.NON_EXISTENT_PARTITION
             self._prec(p, S.OFFLINE_PARTITION, S.NON_EXISTENT_PARTITION, None, ev)
         replicas = self._by_broker(parts)
-        for r, p in replicas:
-            self._cut_from_isr(p, r)
-            self._rrec(p, r, S.OFFLINE_REPLICA, ev)
+        for b in sorted({r for r, _ in replicas}):
+            self._replicas_offline(b, [p for r, p in replicas if r == b], ev)
         for r, p in replicas:
             self._rrec(p, r, S.REPLICA_DELETION_STARTED, ev)
         self.clock += self._seconds(0.005, 0.2)
@@ -276,12 +276,12 @@ class ClusterSim(Machines):
         if self.controller is None:
             return  # the next controller finds it dead
         ev = S.EV_BROKER_CHANGE
-        hosted = self._hosted(b)
-        for p in hosted:
-            if p.state == S.ONLINE_PARTITION and p.leader == b:
+        # Every partition whose leader is not live goes (again) Offline, not only b's.
+        for p in by_key(p for parts in self.topics.values() for p in parts):
+            if p.led and p.leader not in self.live and p.state != S.NEW_PARTITION:
                 self._to_offline(p, ev)
         self._elect_all(ev)
-        self._replicas_offline(b, hosted, ev)
+        self._replicas_offline(b, self._hosted(b), ev)
 
     def _return(self, b: int) -> None:
         """``onBrokerStartup``: ``b``'s replicas Online, then every New or Offline partition
@@ -307,8 +307,7 @@ class ClusterSim(Machines):
                 self._isr_add(p, b)
 
     def _isr_add(self, p: Part, b: int) -> None:
-        members = {*p.isr, b}
-        p.isr = [r for r in p.replicas if r in members]
+        p.isr = [*p.isr, b]  # the leader appends the follower that caught up
         self._prec(p, S.ONLINE_PARTITION, S.ONLINE_PARTITION, None, self._isr_event(p))
 
     def _isr_remove(self, p: Part, b: int) -> None:
@@ -331,14 +330,20 @@ class ClusterSim(Machines):
                 self._move_leader(p, b, "preferred", S.EV_AUTO_PREFERRED)
 
     def _manual_preferred(self) -> None:
-        for parts in self.topics.values():
-            for p in parts:
-                pref = p.replicas[0]
-                if (
-                    p.state == S.ONLINE_PARTITION and p.leader != pref and pref in self.live
-                    and pref in p.isr
-                ):
-                    self._move_leader(p, pref, "preferred", S.EV_PREFERRED)
+        """An admin asks for preferred elections of every partition: those led elsewhere
+        move, or fail (recorded) when the preferred replica is down or out of the ISR."""
+        ev = S.EV_PREFERRED
+        for p in by_key(p for parts in self.topics.values() for p in parts):
+            pref = p.replicas[0]
+            if p.state != S.ONLINE_PARTITION or p.leader == pref:
+                continue
+            if pref in self.live and pref in p.isr:
+                self._move_leader(p, pref, "preferred", ev)
+            else:
+                self._prec(
+                    p, S.ONLINE_PARTITION, S.ONLINE_PARTITION, "preferred", ev,
+                    S.RESULT_FAILED, failed_election(p, "PreferredReplicaPartitionLeaderElection"),
+                )
 
     def _rolling_restart(self) -> None:
         delay = 0
@@ -347,22 +352,35 @@ class ClusterSim(Machines):
             self._later(delay, self._controlled_shutdown, b, down)
             delay += down + self._seconds(60, 240)
 
-    def _controlled_shutdown(self, b: int, down: int) -> None:
-        """``doControlledShutdown``: of the partitions with more than one replica, those
-        ``b`` leads get a leader from the rest of the ISR, and ``b``'s replica of the others
-        goes Offline. When the process stops, the broker failure re-records all of them."""
+    def _controlled_shutdown(self, b: int, down: int, attempt: int = 1) -> None:
+        """``doControlledShutdown``: of the led partitions with more than one replica, those
+        ``b`` leads get a leader from the rest of the ISR (or a failed election), and ``b``'s
+        replica of the others goes Offline. The broker asks again while it still leads some
+        (controlled.shutdown.max.retries = 3, 5 s apart), then stops: the broker failure
+        re-records all of its replicas."""
         if b not in self.live:
             return
         ev = S.EV_CONTROLLED_SHUTDOWN
-        acted = [p for p in self._hosted(b) if len(p.replicas) > 1]
+        acted = [p for p in self._hosted(b) if len(p.replicas) > 1 and p.led]
         followed = [p for p in acted if p.leader != b]
+        stuck = False
         for p in acted:
             if p.state == S.ONLINE_PARTITION and p.leader == b:
                 others = [r for r in p.replicas if r != b and r in self.live and r in p.isr]
                 if others:
                     p.isr = [r for r in p.isr if r != b]
                     self._move_leader(p, others[0], "controlled_shutdown", ev)
+                else:
+                    stuck = True
+                    self._prec(
+                        p, S.ONLINE_PARTITION, S.ONLINE_PARTITION, "controlled_shutdown", ev,
+                        S.RESULT_FAILED,
+                        failed_election(p, "ControlledShutdownPartitionLeaderElection"),
+                    )
         self._replicas_offline(b, followed, ev)
+        if stuck and attempt < 3:
+            self._later(5 * SECOND, self._controlled_shutdown, b, down, attempt + 1)
+            return
         self._later(self._seconds(2, 15), self._fail, b)
         self._later(down, self._return, b)
 
