@@ -424,3 +424,56 @@ def test_broker_incidents_write_the_controllers_records_exactly(seed: int) -> No
         ("preferred", "ReplicaLeaderElection", "failed"),
         ("controlled_shutdown", "ControlledShutdown", "failed"),
     } <= steps, steps
+
+
+@pytest.mark.parametrize("leader_moves", [True, False])
+def test_a_reassignment_writes_the_controllers_records_exactly(leader_moves: bool) -> None:
+    """A replica (the leader, or a follower) replaced by a broker without one: started
+    through /admin/reassign_partitions, completed when the leader's AlterPartition brings
+    the new replica into the ISR; the same records, values and order on both sides."""
+    from controller.sim.runner import quiet_logs
+
+    real = RealCluster()
+    w = real.w
+    with quiet_logs():
+        for b in (1, 2, 3, 4):
+            w.op_restart_broker(b)
+        w.op_restart_controller(100)
+        real.settle()
+        w.op_create_topic(partitions=2, replication=3)
+        real.settle()
+    assignment = w._topic_assignment("t0")
+    assert assignment is not None
+    replicas = list(assignment.partitions[1].replicas)  # partition 1: an AlterPartition one
+    leader = replicas[0]
+    new = next(b for b in (1, 2, 3, 4) if b not in replicas)
+    old = leader if leader_moves else replicas[1]
+    target = tuple(new if r == old else r for r in replicas)
+
+    out = io.StringIO()
+    rng = random.Random(1)
+    writer = RecordWriter(out, None, 10**9, rng, Noise.none())
+    start = 1_700_000_000 * SECOND
+    sim = ClusterSim(ClusterSpec("c", brokers=4, partitions=2), writer, rng, start, start * 2)
+    sim.controller, sim.epoch, sim.seq[100] = 100, 1, 0
+    p = Part("t0", 1, replicas, False, state=S.NEW_PARTITION)
+    sim.topics["t0"] = [p]
+    for r in replicas:
+        sim.hosted[r][p] = None
+    sim._elect(p, S.EV_TOPIC_CHANGE)
+    p.rstates = dict.fromkeys(replicas, S.ONLINE_REPLICA)
+    writer.close()
+    seen = len(out.getvalue().splitlines())
+
+    got: dict[str, list[dict]] = {}
+    with real.incident(got, "start"):
+        w.op_reassign("t0", 1, target, True)
+    with real.incident(got, "complete"):
+        w.op_alter_isr(leader, "t0", 1, new, True)
+    sim._start_reassignment(p, new, S.EV_REASSIGNMENT)
+    sim._finish_reassignment(p, old, new)
+    writer.close()
+    have = [_record_key(json.loads(line)) for line in out.getvalue().splitlines()[seen:]]
+    want = [_record_key(r) for r in got["start"] + got["complete"] if r["kind"] != "controller"]
+    assert len(want) == 8 - (0 if leader_moves else 1)  # no election when the leader stays
+    assert have == want

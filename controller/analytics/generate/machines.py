@@ -22,6 +22,7 @@ from controller.analytics.generate.writer import RecordWriter
 EV_STARTUP = "Startup"
 EV_EXPIRE = "Expire"
 EV_REREGISTER = "RegisterBrokerAndReelect"
+EV_REASSIGNMENT_ISR_CHANGE = "PartitionReassignmentIsrChange"
 EV_STOP_REPLICA_RESPONSE = "TopicDeletionStopReplicaResponseReceived"
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from controller.analytics import schema as S
 from controller.analytics.generate.machines import (
     EV_EXPIRE,
+    EV_REASSIGNMENT_ISR_CHANGE,
     EV_REREGISTER,
     EV_STARTUP,
     EV_STOP_REPLICA_RESPONSE,
@@ -469,8 +470,7 @@ class ClusterSim(Machines):
         return picked
 
     def _reassignment(self) -> None:
-        """Phase A of ``onPartitionReassignment``: a new leader epoch carries the grown
-        replica set (no record), and the adding replica goes New."""
+        """An admin moves a few partitions, one replica each, to brokers without one."""
         ev = S.EV_REASSIGNMENT
         for p in self._online_parts(self.rng.randint(1, 30)):
             olds = [r for r in p.replicas if r in self.live]
@@ -478,26 +478,39 @@ class ClusterSim(Machines):
             if not olds or not news or len(p.replicas) != self.spec.replication:
                 continue
             old, new = self.rng.choice(olds), self.rng.choice(news)
-            p.replicas = [*p.replicas, new]  # Kafka's ORS + TRS while moving
-            p.leader_epoch += 1
-            self.hosted[new][p] = None
-            self._rrec(p, new, S.NEW_REPLICA, ev)
+            self._start_reassignment(p, new, ev)
             self._later(self._seconds(10, 900), self._finish_reassignment, p, old, new)
 
+    def _start_reassignment(self, p: Part, new: int, event: str) -> None:
+        """Phase A of ``onPartitionReassignment``: a new leader epoch carries the grown
+        replica set (Kafka's ORS + TRS while moving; no record), and ``new`` goes New."""
+        p.replicas = [*p.replicas, new]
+        p.leader_epoch += 1
+        self.hosted[new][p] = None
+        self._rrec(p, new, S.NEW_REPLICA, event)
+
     def _finish_reassignment(self, p: Part, old: int, new: int) -> None:
-        """Phase B, once the new replica is in the ISR: it goes Online; the leader moves if
-        it is leaving (else a new epoch, no record); the old replica goes Offline (cut from
-        the ISR) and is deleted."""
-        if p.state != S.ONLINE_PARTITION or new not in self.live or p.leader not in self.live:
-            return  # stalled: left with the extra replica, as a stuck reassignment would be
+        """Phase B, in the event that brings the new replica into the ISR: it goes Online;
+        the leader moves if it is leaving (else a new epoch, no record); the old replica goes
+        Offline (cut from the ISR) and is deleted. A partition offline, or a new replica or
+        leader down, stalls it until a later try, as the controller resumes it later."""
+        if p.state == S.NON_EXISTENT_PARTITION or p not in self.hosted[new]:
+            return  # the topic was deleted meanwhile
         target = [new if r == old else r for r in p.replicas if r != new]
-        leader = p.leader
+        leader: int | None = p.leader
         if leader not in target:
             members = {*p.isr, new}
             leader = next((r for r in target if r in self.live and r in members), None)
-            if leader is None:
-                return
-        ev = S.EV_REASSIGNMENT
+        if (
+            p.state != S.ONLINE_PARTITION or new not in self.live or p.leader not in self.live
+            or leader is None
+        ):
+            self._later(self._seconds(60, 600), self._finish_reassignment, p, old, new)
+            return
+        # Brokers' AlterPartition completes it inside that event; a legacy leader's ISR
+        # write, through the partition znode's watch.
+        alter = self._isr_event(p) == S.EV_ALTER_PARTITION
+        ev = S.EV_ALTER_PARTITION if alter else EV_REASSIGNMENT_ISR_CHANGE
         if new not in p.isr:
             self._isr_add(p, new)  # it caught up
         self._rrec(p, new, S.ONLINE_REPLICA, ev)
@@ -506,10 +519,9 @@ class ClusterSim(Machines):
             p.leader_epoch += 1
         else:
             self._move_leader(p, leader, "reassign", ev)
-        self._cut_from_isr(p, old)
+        self._replicas_offline(old, [p], ev)
         for to in (
-            S.OFFLINE_REPLICA, S.REPLICA_DELETION_STARTED, S.REPLICA_DELETION_SUCCESSFUL,
-            S.NON_EXISTENT_REPLICA,
+            S.REPLICA_DELETION_STARTED, S.REPLICA_DELETION_SUCCESSFUL, S.NON_EXISTENT_REPLICA,
         ):
             self._rrec(p, old, to, ev)
         self.hosted[old].pop(p, None)
