@@ -391,6 +391,13 @@ def test_broker_incidents_write_the_controllers_records_exactly(seed: int) -> No
         return run
 
     everyone = [TopicPartition("t0", i) for i in range(6)]
+
+    def create_t1() -> None:  # on the assignment the real controller's admin chose
+        t1 = w._topic_assignment("t1")
+        assert t1 is not None
+        sim._create_partitions(
+            "t1", [Part("t1", i, list(a.replicas), False) for i, a in sorted(t1.partitions.items())]
+        )
     incidents: list[tuple[str, Callable[[], None], list[Callable[[], None]]]] = [
         ("kill 1", lambda: w.op_kill_broker(1), [lambda: sim._fail(1)]),
         ("return 1", lambda: w.op_restart_broker(1), [lambda: sim._return(1)]),
@@ -398,6 +405,8 @@ def test_broker_incidents_write_the_controllers_records_exactly(seed: int) -> No
         ("return 3", lambda: w.op_restart_broker(3), [lambda: sim._return(3)]),
         ("kill 2", lambda: w.op_kill_broker(2), [lambda: sim._fail(2)]),
         ("kill 3", lambda: w.op_kill_broker(3), [lambda: sim._fail(3)]),
+        # Some partitions with no live replica: their creation fails first.
+        ("create", lambda: w.op_create_topic(partitions=8, replication=1), [create_t1]),
         ("controlled shutdown 4", lambda: w.op_controlled_shutdown(4), [shutdown(4)]),
         ("return 2", lambda: w.op_restart_broker(2), [lambda: sim._return(2)]),
         ("return 3", lambda: w.op_restart_broker(3), [lambda: sim._return(3)]),
@@ -421,6 +430,7 @@ def test_broker_incidents_write_the_controllers_records_exactly(seed: int) -> No
     # What the scenario is for: failed offline, preferred and controlled-shutdown elections.
     assert {
         ("offline", "BrokerChange", "failed"),
+        (None, "TopicChange", "failed"),
         ("preferred", "ReplicaLeaderElection", "failed"),
         ("controlled_shutdown", "ControlledShutdown", "failed"),
     } <= steps, steps

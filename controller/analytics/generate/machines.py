@@ -186,12 +186,21 @@ class Machines:
         self._prec(p, S.OFFLINE_PARTITION, S.ONLINE_PARTITION, election, event)
 
     def _elect_all(self, event: str) -> None:
-        """``triggerOnlinePartitionStateChange``: every New or Offline partition, in order."""
+        """``triggerOnlinePartitionStateChange``: every New or Offline partition."""
         waiting = [
             p for parts in self.topics.values() for p in parts
             if p.state in (S.NEW_PARTITION, S.OFFLINE_PARTITION)
         ]
-        for p in by_key(waiting):
+        self._elect_many(by_key(waiting), event)
+
+    def _elect_many(self, parts: list[Part], event: str) -> None:
+        """``parts`` (in key order) Online, in the controller's order: the New ones first
+        (those with no live replica fail before the rest are initialized), then the
+        elections of the Offline ones."""
+        new = [p for p in parts if p.state == S.NEW_PARTITION]
+        offline = [p for p in parts if p.state == S.OFFLINE_PARTITION]
+        dead = [p for p in new if not any(r in self.live for r in p.replicas)]
+        for p in (*dead, *(p for p in new if p not in dead), *offline):
             self._elect(p, event)
 
     def _move_leader(self, p: Part, leader: int, election: str, event: str) -> None:

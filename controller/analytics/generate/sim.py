@@ -191,6 +191,10 @@ class ClusterSim(Machines):
         parts = [
             Part(name, i, self.rng.sample(self.brokers, rf), unclean) for i in range(count)
         ]
+        self._create_partitions(name, parts)
+        return count
+
+    def _create_partitions(self, name: str, parts: list[Part]) -> None:
         self.topics[name] = parts
         ev = S.EV_TOPIC_CHANGE
         for p in parts:
@@ -201,11 +205,9 @@ class ClusterSim(Machines):
         replicas = self._by_broker(parts)
         for r, p in replicas:
             self._rrec(p, r, S.NEW_REPLICA, ev)
-        for p in parts:
-            self._elect(p, ev)
+        self._elect_many(parts, ev)
         for r, p in replicas:
             self._rrec(p, r, S.ONLINE_REPLICA, ev)
-        return count
 
     def _delete_topic(self) -> None:
         names = [name for name in self.topics if name not in self.deleting]
