@@ -15,6 +15,7 @@ import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,6 +23,9 @@ from controller.analytics import schema as S
 from controller.analytics.generate import Noise, generate
 from controller.analytics.generate.sim import SECOND, ClusterSim, ClusterSpec, Part
 from controller.analytics.generate.writer import RecordWriter
+
+if TYPE_CHECKING:
+    from controller.core.model import TopicAssignment
 
 Shape = tuple[object, ...]
 
@@ -128,13 +132,20 @@ def _real_log() -> dict[str, list[dict]]:
 # ---- the generator -------------------------------------------------------------------------
 
 
-def _generated_log() -> dict[str, list[dict]]:
+def _generator(
+    spec: ClusterSpec, seed: int, cluster: str | None = "c"
+) -> tuple[ClusterSim, RecordWriter, io.StringIO]:
+    """A cluster model writing a clean log into memory, with a budget it will not reach."""
     out = io.StringIO()
-    rng = random.Random(11)
-    writer = RecordWriter(out, "c", 1_000_000, rng, Noise.none())
+    rng = random.Random(seed)
+    writer = RecordWriter(out, cluster, 10**9, rng, Noise.none())
     start = 1_700_000_000 * SECOND
+    return ClusterSim(spec, writer, rng, start, start * 2), writer, out
+
+
+def _generated_log() -> dict[str, list[dict]]:
     spec = ClusterSpec("c", brokers=4, partitions=16, min_failover_gap_h=0.0)
-    sim = ClusterSim(spec, writer, rng, start, start * 2)
+    sim, writer, out = _generator(spec, 11)
     got: dict[str, list[dict]] = {}
     seen = 0
 
@@ -286,12 +297,8 @@ def test_the_log_ends_telling_the_models_story() -> None:
     ``sim-scl-matches-zk`` checks the real controller's log against ZooKeeper)."""
     import heapq
 
-    out = io.StringIO()
-    rng = random.Random(5)
-    writer = RecordWriter(out, "c", 10**9, rng, Noise.none())
-    start = 1_700_000_000 * SECOND
     spec = ClusterSpec("c", brokers=6, partitions=80, min_failover_gap_h=1.0)
-    sim = ClusterSim(spec, writer, rng, start, start * 2)
+    sim, writer, out = _generator(spec, 5)
     sim._create_initial_topics()
     for _ in range(400):
         due = sim.clock + 120 * SECOND
@@ -320,6 +327,53 @@ def test_the_log_ends_telling_the_models_story() -> None:
 # ---- the same incidents on the same assignment, record by record ---------------------------
 
 
+def _real_topic(seed: int, partitions: int) -> tuple[RealCluster, TopicAssignment]:
+    """The real controller (100) with brokers 1-4 and topic t0 (replication 3), settled."""
+    from controller.sim.runner import quiet_logs
+
+    real = RealCluster(seed)  # the seed draws the topic's assignment
+    w = real.w
+    with quiet_logs():
+        for b in (1, 2, 3, 4):
+            w.op_restart_broker(b)
+        w.op_restart_controller(100)
+        real.settle()
+        w.op_create_topic(partitions=partitions, replication=3)
+        real.settle()
+    assignment = w._topic_assignment("t0")
+    assert assignment is not None
+    return real, assignment
+
+
+def _online_in_generator(
+    parts: list[Part], partitions: int
+) -> tuple[ClusterSim, Callable[[], list[dict]]]:
+    """The generator in the state the real controller is in after ``_real_topic``: controller
+    100 in epoch 1, ``parts`` online with every replica Online. Returns it and a reader of the
+    records it wrote since the last read."""
+    sim, writer, out = _generator(ClusterSpec("c", brokers=4, partitions=partitions), 1, None)
+    sim.controller, sim.epoch, sim.seq[100] = 100, 1, 0
+    sim.topics["t0"] = parts
+    for p in parts:
+        for r in p.replicas:
+            sim.hosted[r][p] = None
+        p.state = S.NEW_PARTITION
+        sim._elect(p, S.EV_TOPIC_CHANGE)
+        p.rstates = dict.fromkeys(p.replicas, S.ONLINE_REPLICA)
+    writer.close()
+    seen = len(out.getvalue().splitlines())
+
+    def written() -> list[dict]:
+        nonlocal seen
+        writer.close()
+        lines = out.getvalue().splitlines()
+        records = [json.loads(line) for line in lines[seen:]]
+        seen = len(lines)
+        return records
+
+    return sim, written
+
+
 def _record_key(r: dict) -> tuple[object, ...]:
     isr = tuple(r["isr"]) if r["isr"] is not None else None
     return (
@@ -335,47 +389,17 @@ def test_broker_incidents_write_the_controllers_records_exactly(seed: int) -> No
     partition it leads) and a preferred election: every record (values, errors, order)
     the same, in both directions."""
     from controller.core.model import TopicPartition
-    from controller.sim.runner import quiet_logs
 
-    real = RealCluster(seed)  # the seed draws the topic's assignment
+    real, assignment = _real_topic(seed, 6)
     w = real.w
-    with quiet_logs():
-        for b in (1, 2, 3, 4):
-            w.op_restart_broker(b)
-        w.op_restart_controller(100)
-        real.settle()
-        w.op_create_topic(partitions=6, replication=3)
-        real.settle()
-    assignment = w._topic_assignment("t0")
-    assert assignment is not None
-
-    out = io.StringIO()
-    rng = random.Random(seed)
-    writer = RecordWriter(out, None, 10**9, rng, Noise.none())
-    start = 1_700_000_000 * SECOND
-    sim = ClusterSim(ClusterSpec("c", brokers=4, partitions=6), writer, rng, start, start * 2)
-    sim.controller, sim.epoch, sim.seq[100] = 100, 1, 0
     parts = [Part("t0", i, list(assignment.partitions[i].replicas), False) for i in range(6)]
-    sim.topics["t0"] = parts
-    for p in parts:
-        for r in p.replicas:
-            sim.hosted[r][p] = None
-        p.state = S.NEW_PARTITION
-        sim._elect(p, S.EV_TOPIC_CHANGE)
-        p.rstates = dict.fromkeys(p.replicas, S.ONLINE_REPLICA)
-    writer.close()
-    seen = len(out.getvalue().splitlines())
+    sim, written = _online_in_generator(parts, 6)
 
     def generated(*steps: Callable[[], None]) -> list[dict]:
-        nonlocal seen
         for step in steps:
             step()
             sim.queue.clear()  # the scenario says what happens next
-        writer.close()
-        lines = out.getvalue().splitlines()
-        records = [json.loads(line) for line in lines[seen:]]
-        seen = len(lines)
-        return records
+        return written()
 
     def shutdown(b: int) -> Callable[[], None]:
         def run() -> None:
@@ -441,39 +465,15 @@ def test_a_reassignment_writes_the_controllers_records_exactly(leader_moves: boo
     """A replica (the leader, or a follower) replaced by a broker without one: started
     through /admin/reassign_partitions, completed when the leader's AlterPartition brings
     the new replica into the ISR; the same records, values and order on both sides."""
-    from controller.sim.runner import quiet_logs
-
-    real = RealCluster()
+    real, assignment = _real_topic(7, 2)
     w = real.w
-    with quiet_logs():
-        for b in (1, 2, 3, 4):
-            w.op_restart_broker(b)
-        w.op_restart_controller(100)
-        real.settle()
-        w.op_create_topic(partitions=2, replication=3)
-        real.settle()
-    assignment = w._topic_assignment("t0")
-    assert assignment is not None
     replicas = list(assignment.partitions[1].replicas)  # partition 1: an AlterPartition one
     leader = replicas[0]
     new = next(b for b in (1, 2, 3, 4) if b not in replicas)
     old = leader if leader_moves else replicas[1]
     target = tuple(new if r == old else r for r in replicas)
-
-    out = io.StringIO()
-    rng = random.Random(1)
-    writer = RecordWriter(out, None, 10**9, rng, Noise.none())
-    start = 1_700_000_000 * SECOND
-    sim = ClusterSim(ClusterSpec("c", brokers=4, partitions=2), writer, rng, start, start * 2)
-    sim.controller, sim.epoch, sim.seq[100] = 100, 1, 0
-    p = Part("t0", 1, replicas, False, state=S.NEW_PARTITION)
-    sim.topics["t0"] = [p]
-    for r in replicas:
-        sim.hosted[r][p] = None
-    sim._elect(p, S.EV_TOPIC_CHANGE)
-    p.rstates = dict.fromkeys(replicas, S.ONLINE_REPLICA)
-    writer.close()
-    seen = len(out.getvalue().splitlines())
+    p = Part("t0", 1, replicas, False)
+    sim, written = _online_in_generator([p], 2)
 
     got: dict[str, list[dict]] = {}
     with real.incident(got, "start"):
@@ -482,8 +482,7 @@ def test_a_reassignment_writes_the_controllers_records_exactly(leader_moves: boo
         w.op_alter_isr(leader, "t0", 1, new, True)
     sim._start_reassignment(p, new, S.EV_REASSIGNMENT)
     sim._finish_reassignment(p, old, new)
-    writer.close()
-    have = [_record_key(json.loads(line)) for line in out.getvalue().splitlines()[seen:]]
+    have = [_record_key(r) for r in written()]
     want = [_record_key(r) for r in got["start"] + got["complete"] if r["kind"] != "controller"]
     assert len(want) == 8 - (0 if leader_moves else 1)  # no election when the leader stays
     assert have == want

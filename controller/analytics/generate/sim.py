@@ -279,11 +279,14 @@ class ClusterSim(Machines):
         if self.controller is None:
             return  # the next controller finds it dead
         ev = S.EV_BROKER_CHANGE
-        # Every partition whose leader is not live goes (again) Offline, not only b's.
-        for p in by_key(p for parts in self.topics.values() for p in parts):
+        # Every partition whose leader is not live goes (again) Offline, not only b's; one
+        # sorted pass serves that and the elections.
+        everything = by_key(p for parts in self.topics.values() for p in parts)
+        for p in everything:
             if p.led and p.leader not in self.live and p.state != S.NEW_PARTITION:
                 self._to_offline(p, ev)
-        self._elect_all(ev)
+        waiting = (S.NEW_PARTITION, S.OFFLINE_PARTITION)
+        self._elect_many([p for p in everything if p.state in waiting], ev)
         self._replicas_offline(b, self._hosted(b), ev)
 
     def _return(self, b: int) -> None:
