@@ -56,6 +56,7 @@ ELECTION_TYPES = tuple(ELECTION_LABELS.values())
 
 RESULT_OK = "ok"
 RESULT_FAILED = "failed"
+RESULT_INVALID = "invalid"  # a transition the state machine refused
 NO_LEADER = -1
 
 # Controller events the generator and the transforms refer to by name.

@@ -36,6 +36,7 @@ class ClusterSpec:
     unclean_share: float = 0.15  # share of topics with unclean.leader.election.enable
     controllers: int = 3  # standalone controller processes (ids 0..n-1), as deployed
     min_failover_gap_h: float = 24.0  # failovers re-record every replica: keep them rare
+    imbalance_percentage: int = 10  # leader.imbalance.per.broker.percentage
 
 
 @dataclass(slots=True, eq=False)  # identity hash: partitions are dict keys
@@ -53,6 +54,16 @@ class Part:
 
 
 _KEY = attrgetter("topic", "index")
+
+# Kafka's validPreviousStates for the replica moves the generator checks (in its order, which
+# the refusal's error text shows).
+_REPLICA_VALID_PREVIOUS = {
+    S.NEW_REPLICA: (S.NON_EXISTENT_REPLICA,),
+    S.ONLINE_REPLICA: (
+        S.NEW_REPLICA, S.ONLINE_REPLICA, S.OFFLINE_REPLICA, S.REPLICA_DELETION_INELIGIBLE,
+    ),
+    S.REPLICA_DELETION_INELIGIBLE: (S.OFFLINE_REPLICA, S.REPLICA_DELETION_STARTED),
+}
 
 
 def by_key(parts: Iterable[Part]) -> list[Part]:
@@ -78,9 +89,16 @@ class Machines:
     epoch: int
     seq: dict[int, int]
     live: set[int]
+    shutting_down: set[int]  # brokers between their controlled shutdown and their exit
     brokers: list[int]
     topics: dict[str, list[Part]]
     hosted: dict[int, dict[Part, None]]
+
+    @property
+    def electable(self) -> set[int]:
+        """Brokers a leader may be elected on: live and not shutting down (Kafka's
+        ``isReplicaOnline``)."""
+        return self.live - self.shutting_down if self.shutting_down else self.live
 
     # ---- records -------------------------------------------------------------------------
 
@@ -133,6 +151,26 @@ class Machines:
         else:
             p.rstates[replica] = to
 
+    def _rrec_checked(self, p: Part, replica: int, to: str, event: str) -> None:
+        """``_rrec`` if the replica state machine allows the move from the replica's state;
+        else the refusal it records (``logInvalidTransition``): the state the replica stays
+        in and the error, nothing else."""
+        frm = p.rstates.get(replica, S.NON_EXISTENT_REPLICA)
+        allowed = _REPLICA_VALID_PREVIOUS[to]
+        if frm in allowed:
+            self._rrec(p, replica, to, event)
+            return
+        seq = self._tick()
+        error = (
+            f"Replica [Topic={p.topic},Partition={p.index},Replica={replica}] should be in the "
+            f"{','.join(allowed)} states before moving to {to} state. Instead it is in "
+            f"{frm} state"
+        )
+        self.w.emit(
+            self.clock, seq, self.controller, self.epoch, S.KIND_REPLICA, p.topic, p.index,  # type: ignore[arg-type]
+            replica, frm, to, None, None, None, None, event, S.RESULT_INVALID, error,
+        )
+
     def _crec(self, to: str, event: str) -> None:
         seq = self._tick()
         self.w.emit(
@@ -151,8 +189,9 @@ class Machines:
     def _elect(self, p: Part, event: str) -> None:
         """New or Offline -> Online: a New partition's first leader and ISR, or Kafka's
         offline election (the first live ISR member in assignment order; else, if the topic
-        allows it, any live replica: an unclean election). Failures are recorded too."""
-        live = self.live
+        allows it, any live replica: an unclean election). Failures are recorded too. A
+        broker shutting down counts as dead here."""
+        live = self.electable
         if p.state == S.NEW_PARTITION:
             alive = [r for r in p.replicas if r in live]
             if not alive:
@@ -199,13 +238,17 @@ class Machines:
         elections of the Offline ones."""
         new = [p for p in parts if p.state == S.NEW_PARTITION]
         offline = [p for p in parts if p.state == S.OFFLINE_PARTITION]
-        dead = [p for p in new if not any(r in self.live for r in p.replicas)]
+        live = self.electable
+        dead = [p for p in new if not any(r in live for r in p.replicas)]
         for p in (*dead, *(p for p in new if p not in dead), *offline):
             self._elect(p, event)
 
     def _move_leader(self, p: Part, leader: int, election: str, event: str) -> None:
+        """A new leader for a led partition (Online, or Offline for a controlled shutdown's
+        election of a partition its broker still leads in ZooKeeper)."""
+        before, p.state = p.state, S.ONLINE_PARTITION
         p.leader, p.leader_epoch = leader, p.leader_epoch + 1
-        self._prec(p, S.ONLINE_PARTITION, S.ONLINE_PARTITION, election, event)
+        self._prec(p, before, S.ONLINE_PARTITION, election, event)
 
     # ---- replica state machine -----------------------------------------------------------
 

@@ -6,7 +6,8 @@ leaders from the ISR (or leaves them offline when no ISR member is alive, or ele
 when the topic allows it); a returning broker brings its replicas back, re-elects stranded
 partitions, rejoins ISRs after catching up and regains preferred leadership; rolling restarts
 go through controlled shutdown; reassignments add and retire replicas; ISRs shrink and expand
-around slow followers; topics come and go (a deletion waits for its brokers to be up).
+around slow followers; topics come and go (a deletion finishes when the brokers holding its
+replicas are up).
 
 The controllers are standalone processes (ids 0..n-1), as deployed. The active one fails over
 now and then, by resigning or by crashing; a crash is noticed only when its ZooKeeper session
@@ -73,8 +74,13 @@ class ClusterSim(Machines):
         self.busy_until = start_us  # the controller handles one event at a time
         self.brokers = list(range(1, spec.brokers + 1))
         self.live = set(self.brokers)
+        self.shutting_down: set[int] = set()
         self.topics: dict[str, list[Part]] = {}
-        self.deleting: set[str] = set()  # deletions waiting for their brokers
+        # Topics queued for deletion (out of ``topics``) until every replica is deleted, and
+        # those whose partitions this controller has already taken away.
+        self.deleting: dict[str, list[Part]] = {}
+        self.deletion_started: set[str] = set()
+        self.reassigning: dict[Part, int] = {}  # partition -> the replica being added
         # Insertion-ordered "sets" keep the run deterministic for a given seed.
         self.hosted: dict[int, dict[Part, None]] = {b: {} for b in self.brokers}
         self.controllers = list(range(max(1, spec.controllers)))
@@ -167,7 +173,7 @@ class ClusterSim(Machines):
     def _topic_name(self) -> str:
         base = f"{self.rng.choice(_DOMAINS)}.{self.rng.choice(_SUFFIXES)}"
         name, n = base, 1
-        while name in self.topics:
+        while name in self.topics or name in self.deleting:
             n += 1
             name = f"{base}-{n}"
         return name
@@ -209,44 +215,77 @@ class ClusterSim(Machines):
         for r, p in replicas:
             self._rrec(p, r, S.ONLINE_REPLICA, ev)
 
-    def _delete_topic(self) -> None:
-        names = [name for name in self.topics if name not in self.deleting]
-        if len(names) < 3:
-            return
-        name = self.rng.choice(names)
-        self.deleting.add(name)
-        self._delete_when_brokers_live(name)
+    def _delete_topic(self, name: str | None = None) -> None:
+        """An admin deletes a topic (``name``, or one drawn when at least three are left)."""
+        if name is None:
+            if len(self.topics) < 3:
+                return
+            name = self.rng.choice(list(self.topics))
+        self.deleting[name] = self.topics.pop(name)
+        for p in self.deleting[name]:
+            self.reassigning.pop(p, None)
+        self._start_deletion(name, S.EV_TOPIC_DELETION)
 
-    def _delete_when_brokers_live(self, name: str) -> None:
-        """A topic with a replica on a dead broker is ineligible for deletion until the broker
-        is back (nothing recorded meanwhile); then partitions Offline and NonExistent, and
-        replicas Offline, DeletionStarted, and (on the StopReplica answers) DeletionSuccessful
-        and NonExistent."""
-        parts = self.topics.get(name)
-        if parts is None:
-            return
-        if any(r not in self.live for p in parts for r in p.replicas):
-            self._later(self._seconds(30, 120), self._delete_when_brokers_live, name)
-            return
-        del self.topics[name]
-        self.deleting.discard(name)
-        ev = S.EV_TOPIC_DELETION
-        for p in parts:
-            self._to_offline(p, ev)
-        for p in parts:
-            p.state = S.NON_EXISTENT_PARTITION
-            self._prec(p, S.OFFLINE_PARTITION, S.NON_EXISTENT_PARTITION, None, ev)
+    def _start_deletion(self, name: str, event: str) -> None:
+        """``onTopicDeletion``: the partitions Offline and NonExistent (once per controller),
+        then the replicas' deletion."""
+        if name not in self.deletion_started:
+            self.deletion_started.add(name)
+            parts = self.deleting[name]
+            for p in parts:
+                self._to_offline(p, event)
+            for p in parts:
+                p.state = S.NON_EXISTENT_PARTITION
+                self._prec(p, S.OFFLINE_PARTITION, S.NON_EXISTENT_PARTITION, None, event)
+        self._delete_replicas(name, event)
+
+    def _delete_replicas(self, name: str, event: str) -> None:
+        """``startReplicaDeletion``: replicas on dead brokers DeletionIneligible (refused for
+        those already deleted); those on live brokers not yet deleted Offline (cut from their
+        ISRs) and DeletionStarted; on the StopReplica answers DeletionSuccessful. When every
+        replica is deleted the topic is gone (all NonExistent); else the ineligible ones go
+        back Offline, and the deletion resumes when their brokers are back."""
+        parts = self.deleting[name]
         replicas = self._by_broker(parts)
-        for b in sorted({r for r, _ in replicas}):
-            self._replicas_offline(b, [p for r, p in replicas if r == b], ev)
+        dead = [(r, p) for r, p in replicas if r not in self.live]
+        alive = [
+            (r, p) for r, p in replicas
+            if r in self.live and p.rstates.get(r) != S.REPLICA_DELETION_SUCCESSFUL
+        ]
+        ineligible = [
+            (r, p) for r, p in dead
+            if p.rstates.get(r) in (S.OFFLINE_REPLICA, S.REPLICA_DELETION_STARTED)
+        ]
+        for r, p in dead:
+            self._rrec_checked(p, r, S.REPLICA_DELETION_INELIGIBLE, event)
+        self._replicas_offline_by_broker(alive, event)
+        for r, p in alive:
+            self._rrec(p, r, S.REPLICA_DELETION_STARTED, event)
+        if alive:
+            self.clock += self._seconds(0.005, 0.2)
+            event = EV_STOP_REPLICA_RESPONSE
+            for r, p in alive:
+                self._rrec(p, r, S.REPLICA_DELETION_SUCCESSFUL, event)
+        if any(p.rstates.get(r) != S.REPLICA_DELETION_SUCCESSFUL for r, p in replicas):
+            if alive:  # retryDeletionForIneligibleReplicas, after the answers
+                self._replicas_offline_by_broker(ineligible, event)
+            return
+        del self.deleting[name]
+        self.deletion_started.discard(name)
         for r, p in replicas:
-            self._rrec(p, r, S.REPLICA_DELETION_STARTED, ev)
-        self.clock += self._seconds(0.005, 0.2)
-        for r, p in replicas:
-            self._rrec(p, r, S.REPLICA_DELETION_SUCCESSFUL, EV_STOP_REPLICA_RESPONSE)
-        for r, p in replicas:
-            self._rrec(p, r, S.NON_EXISTENT_REPLICA, EV_STOP_REPLICA_RESPONSE)
+            self._rrec(p, r, S.NON_EXISTENT_REPLICA, event)
             self.hosted[r].pop(p, None)
+
+    def _replicas_offline_by_broker(self, replicas: list[tuple[int, Part]], event: str) -> None:
+        for b in sorted({r for r, _ in replicas}):
+            self._replicas_offline(b, [p for r, p in replicas if r == b], event)
+
+    def _deleting_on(self, b: int) -> list[str]:
+        """The topics queued for deletion with a replica on ``b``."""
+        return sorted(
+            name for name, parts in self.deleting.items()
+            if any(b in p.replicas for p in parts)
+        )
 
     # ---- brokers -------------------------------------------------------------------------
 
@@ -276,18 +315,25 @@ class ClusterSim(Machines):
         if b not in self.live:
             return
         self.live.discard(b)
+        self.shutting_down.discard(b)
         if self.controller is None:
             return  # the next controller finds it dead
         ev = S.EV_BROKER_CHANGE
-        # Every partition whose leader is not live goes (again) Offline, not only b's; one
-        # sorted pass serves that and the elections.
+        # Every partition whose leader is not live (or is shutting down) goes (again)
+        # Offline, not only b's; one sorted pass serves that and the elections.
         everything = by_key(p for parts in self.topics.values() for p in parts)
+        live = self.electable
         for p in everything:
-            if p.led and p.leader not in self.live and p.state != S.NEW_PARTITION:
+            if p.led and p.leader not in live and p.state != S.NEW_PARTITION:
                 self._to_offline(p, ev)
         waiting = (S.NEW_PARTITION, S.OFFLINE_PARTITION)
         self._elect_many([p for p in everything if p.state in waiting], ev)
-        self._replicas_offline(b, self._hosted(b), ev)
+        hosted = self._hosted(b)
+        self._replicas_offline(b, [p for p in hosted if p.topic not in self.deleting], ev)
+        # failReplicaDeletion: refused for replicas already deleted
+        for p in hosted:
+            if p.topic in self.deleting:
+                self._rrec_checked(p, b, S.REPLICA_DELETION_INELIGIBLE, ev)
 
     def _return(self, b: int) -> None:
         """``onBrokerStartup``: ``b``'s replicas Online, then every New or Offline partition
@@ -295,11 +341,14 @@ class ClusterSim(Machines):
         if b in self.live:
             return
         self.live.add(b)
+        self.shutting_down.discard(b)
         if self.controller is not None:  # else the next controller finds it live
             ev = S.EV_BROKER_CHANGE
             for p in self._hosted(b):
-                self._rrec(p, b, S.ONLINE_REPLICA, ev)
+                self._rrec_checked(p, b, S.ONLINE_REPLICA, ev)
             self._elect_all(ev)
+            for name in self._deleting_on(b):  # resumeDeletionForTopics
+                self._start_deletion(name, ev)
         catch_up = self._seconds(5, 240)
         self._later(catch_up, self._isr_expand, b)
         if self.spec.auto_rebalance:
@@ -328,11 +377,20 @@ class ClusterSim(Machines):
         return S.EV_ISR_CHANGE if p.index % 5 == 0 else S.EV_ALTER_PARTITION
 
     def _auto_preferred(self, b: int) -> None:
-        for p in self._hosted(b):
-            if (
-                b in self.live and p.state == S.ONLINE_PARTITION and p.replicas[0] == b
-                and p.leader != b and b in p.isr
-            ):
+        """The periodic rebalance check, for the broker that came back
+        (``checkAndTriggerAutoLeaderRebalance``): only when more than
+        ``imbalance_percentage`` of the partitions preferring ``b`` are led elsewhere, those
+        of them ``b`` can lead now (live, in the ISR) are elected back to it."""
+        preferring = [
+            p for p in self._hosted(b) if p.replicas[0] == b and p.topic in self.topics
+        ]
+        misplaced = [p for p in preferring if p.led and p.leader != b]
+        # Strictly more than the percentage, in integers, as controller.core.rebalance does
+        # (not imported: the job's zip for spark-submit carries controller.analytics only).
+        if len(misplaced) * 100 <= self.spec.imbalance_percentage * len(preferring):
+            return
+        for p in misplaced:
+            if b in self.electable and p.state == S.ONLINE_PARTITION and b in p.isr:
                 self._move_leader(p, b, "preferred", S.EV_AUTO_PREFERRED)
 
     def _manual_preferred(self) -> None:
@@ -343,7 +401,7 @@ class ClusterSim(Machines):
             pref = p.replicas[0]
             if p.state != S.ONLINE_PARTITION or p.leader == pref:
                 continue
-            if pref in self.live and pref in p.isr:
+            if pref in self.electable and pref in p.isr:
                 self._move_leader(p, pref, "preferred", ev)
             else:
                 self._prec(
@@ -363,23 +421,31 @@ class ClusterSim(Machines):
         ``b`` leads get a leader from the rest of the ISR (or a failed election), and ``b``'s
         replica of the others goes Offline. The broker asks again while it still leads some
         (controlled.shutdown.max.retries = 3, 5 s apart), then stops: the broker failure
-        re-records all of its replicas."""
+        re-records all of its replicas. Until it exits, it is no candidate for any election."""
         if b not in self.live:
             return
+        self.shutting_down.add(b)
+        live = self.electable
         ev = S.EV_CONTROLLED_SHUTDOWN
-        acted = [p for p in self._hosted(b) if len(p.replicas) > 1 and p.led]
+        acted = [
+            p for p in self._hosted(b)
+            if len(p.replicas) > 1 and p.led and p.topic not in self.deleting
+        ]
         followed = [p for p in acted if p.leader != b]
         stuck = False
         for p in acted:
-            if p.state == S.ONLINE_PARTITION and p.leader == b:
-                others = [r for r in p.replicas if r != b and r in self.live and r in p.isr]
+            # Led by b in ZooKeeper, whatever its state: one that went Offline while b was
+            # shutting down (another broker's failure) is elected from there.
+            if p.leader == b:
+                others = [r for r in p.replicas if r in live and r in p.isr]
                 if others:
-                    p.isr = [r for r in p.isr if r != b]
+                    # Every broker shutting down leaves the ISR, not only this one.
+                    p.isr = [r for r in p.isr if r not in self.shutting_down]
                     self._move_leader(p, others[0], "controlled_shutdown", ev)
                 else:
                     stuck = True
                     self._prec(
-                        p, S.ONLINE_PARTITION, S.ONLINE_PARTITION, "controlled_shutdown", ev,
+                        p, p.state, S.ONLINE_PARTITION, "controlled_shutdown", ev,
                         S.RESULT_FAILED,
                         failed_election(p, "ControlledShutdownPartitionLeaderElection"),
                     )
@@ -429,6 +495,9 @@ class ClusterSim(Machines):
         Offline and cut from its ISR on a dead broker); the partitions without a live leader
         found Offline (NonExistent -> Offline); every New or Offline partition elected."""
         resigned = self.controller
+        # A new controller knows of no controlled shutdown, and starts deletions over.
+        self.shutting_down.clear()
+        self.deletion_started.clear()
         others = [c for c in self.controllers if c != previous]
         self.controller = self.rng.choice(others or self.controllers)
         # The process that resigned and won again elects itself in the event that made it
@@ -450,6 +519,9 @@ class ClusterSim(Machines):
                 for p in parts:
                     p.rstates[b] = S.REPLICA_DELETION_INELIGIBLE
                 self._replicas_offline(b, parts, ev)
+        for parts in self.deleting.values():
+            for p in parts:  # no record: they are queued for deletion
+                p.state = S.OFFLINE_PARTITION if p.led else S.NEW_PARTITION
         for p in by_key(p for parts in self.topics.values() for p in parts):
             if not p.led:
                 continue  # still New
@@ -459,12 +531,26 @@ class ClusterSim(Machines):
                 p.state = S.OFFLINE_PARTITION
                 self._prec(p, S.NON_EXISTENT_PARTITION, S.OFFLINE_PARTITION, None, ev)
         self._elect_all(ev)
+        self._resume_reassignments(ev)
+        for name in sorted(self.deleting):  # tryTopicDeletion: those with every broker up
+            if all(r in self.live for p in self.deleting[name] for r in p.replicas):
+                self._start_deletion(name, ev)
         self._crec(S.CONTROLLER_READY, ev)
+
+    def _resume_reassignments(self, event: str) -> None:
+        """``initializePartitionReassignments``: each ongoing reassignment is started again:
+        a new leader epoch, and its new replica to NewReplica, which the state machine
+        refuses (the failover has just recorded it Online, or Offline on a dead broker).
+        Its completion then moves it Online from there."""
+        for p in by_key(self.reassigning):
+            if p.led:
+                p.leader_epoch += 1
+            self._rrec_checked(p, self.reassigning[p], S.NEW_REPLICA, event)
 
     # ---- reassignment and ISR churn ------------------------------------------------------
 
     def _online_parts(self, k: int) -> list[Part]:
-        names = [name for name in self.topics if name not in self.deleting]
+        names = list(self.topics)
         picked: list[Part] = []
         for _ in range(k * 3):
             if len(picked) >= k or not names:
@@ -491,6 +577,7 @@ class ClusterSim(Machines):
         replica set (Kafka's ORS + TRS while moving; no record), and ``new`` goes New."""
         p.replicas = [*p.replicas, new]
         p.leader_epoch += 1
+        self.reassigning[p] = new
         self.hosted[new][p] = None
         self._rrec(p, new, S.NEW_REPLICA, event)
 
@@ -499,17 +586,16 @@ class ClusterSim(Machines):
         the leader moves if it is leaving (else a new epoch, no record); the old replica goes
         Offline (cut from the ISR) and is deleted. A partition offline, or a new replica or
         leader down, stalls it until a later try, as the controller resumes it later."""
-        if p.state == S.NON_EXISTENT_PARTITION or p not in self.hosted[new]:
+        if p.topic in self.deleting or p not in self.hosted[new]:
+            self.reassigning.pop(p, None)
             return  # the topic was deleted meanwhile
         target = [new if r == old else r for r in p.replicas if r != new]
+        live = self.electable
         leader: int | None = p.leader
-        if leader not in target:
+        if leader not in target or leader not in live:
             members = {*p.isr, new}
-            leader = next((r for r in target if r in self.live and r in members), None)
-        if (
-            p.state != S.ONLINE_PARTITION or new not in self.live or p.leader not in self.live
-            or leader is None
-        ):
+            leader = next((r for r in target if r in live and r in members), None)
+        if p.state != S.ONLINE_PARTITION or new not in self.live or leader is None:
             self._later(self._seconds(60, 600), self._finish_reassignment, p, old, new)
             return
         # Brokers' AlterPartition completes it inside that event; a legacy leader's ISR
@@ -519,6 +605,7 @@ class ClusterSim(Machines):
         if new not in p.isr:
             self._isr_add(p, new)  # it caught up
         self._rrec(p, new, S.ONLINE_REPLICA, ev)
+        del self.reassigning[p]
         p.replicas = target
         if leader == p.leader:
             p.leader_epoch += 1
