@@ -670,7 +670,11 @@ def _answers_in_any_order(keys: list[tuple[object, ...]]) -> list[tuple[object, 
 
 
 @pytest.mark.parametrize("seed", [3, 7, 11])
-@pytest.mark.parametrize("story", ["back", "another dies", "failover", "two down"])
+@pytest.mark.parametrize(
+    "story",
+    ["back", "another dies", "another dies and is back first", "failover",
+     "failover, another dies", "another dies, failover", "two down"],
+)
 def test_a_deletion_with_a_broker_down_writes_the_controllers_records_exactly(
     seed: int, story: str
 ) -> None:
@@ -701,7 +705,10 @@ def test_a_deletion_with_a_broker_down_writes_the_controllers_records_exactly(
     incidents = {
         "back": [kill(4), delete, back(4)],
         "another dies": [kill(4), delete, kill(3), back(4), back(3)],
+        "another dies and is back first": [kill(4), delete, kill(3), back(3), back(4)],
         "failover": [kill(4), delete, failover, back(4)],
+        "failover, another dies": [kill(4), delete, failover, kill(1), back(4), back(1)],
+        "another dies, failover": [kill(4), delete, kill(3), failover, back(3), back(4)],
         "two down": [kill(4), kill(3), delete, back(3), back(4)],
     }[story]
     results: set[tuple[object, ...]] = set()
