@@ -218,6 +218,41 @@ def test_topic_deleted_while_offline(spark, tmp_path: Path) -> None:
     assert summary[None].exists_partition_s == pytest.approx(200 + 400 + 250 + 300)
 
 
+def test_a_deletion_a_new_controller_starts_over_is_no_outage(spark, tmp_path: Path) -> None:
+    """A topic deleted while a broker with one of its replicas is down goes at once; a new
+    controller loads its partitions Offline and, once the broker is back, deletes them again
+    under BrokerChange (Offline -> Offline -> NonExistent): no outage. A partition offline
+    that a later broker failure moves Offline again keeps the one outage it had."""
+    log = Log()
+    log.create(0, "t", 0, [1, 2])
+    log.create(0, "down", 0, [3])
+    log.create(0, "keep", 0, [2])
+    log.part(100, "t", 0, "OnlinePartition", "OfflinePartition", None, None, None,
+             "TopicDeletion", None)
+    log.part(100, "t", 0, "OfflinePartition", "NonExistentPartition", None, None, None,
+             "TopicDeletion", None)
+    log.offline(120, "down", 0, [3])
+    log.new_controller(150, controller_id=2)
+    log.part(170, "down", 0, "OfflinePartition", "OfflinePartition", None, None, None,
+             "BrokerChange", None)  # another broker fails: still offline
+    log.part(200, "t", 0, "OfflinePartition", "OfflinePartition", None, None, None,
+             "BrokerChange", None)
+    log.part(200, "t", 0, "OfflinePartition", "NonExistentPartition", None, None, None,
+             "BrokerChange", None)
+    log.online(300, "down", 0, leader=3, isr=[3])
+    log.replica(400, "keep", 0, 2, "OnlineReplica", "OnlineReplica", 2, [2])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    windows = a["unavailability_windows"].collect()
+    assert [
+        (w.topic, w.start_ts.timestamp(), w.end_ts.timestamp(), w.end_reason) for w in windows
+    ] == [("down", at(120).timestamp(), at(300).timestamp(), "recovered")]
+    summary = {r.topic: r for r in a["availability_summary"].collect()}
+    assert summary["t"].exists_partition_s == pytest.approx(100.0)
+    assert summary["t"].offline_partition_s == 0.0
+    churn = {r.topic: r for r in a["partition_churn_daily"].collect()}
+    assert (churn["t"].offline_windows, churn["down"].offline_windows) == (0, 1)
+
+
 def test_hourly_and_daily_availability_across_boundaries(spark, tmp_path: Path) -> None:
     from pyspark.testing import assertDataFrameEqual
 

@@ -171,6 +171,23 @@ def test_broker_down_events(spark, tmp_path: Path) -> None:
     assert (row.down_events, row.replicas_offline, row.isr_removals) == (2, 6, 3)
 
 
+def test_a_replica_taken_offline_again_counts_once(spark, tmp_path: Path) -> None:
+    """Broker 2's controlled shutdown takes its follower replicas offline; its exit moves
+    them Offline again (with the one it led): each replica went offline once."""
+    log = Log()
+    log.create(0, "t", 0, [1, 2])
+    log.create(0, "t", 1, [2, 1])
+    log.online(10, "t", 1, leader=1, isr=[1], frm="OnlinePartition",
+               election="controlled_shutdown", event="ControlledShutdown")
+    log.replica(10, "t", 0, 2, "OnlineReplica", "OfflineReplica", 1, [1], "ControlledShutdown")
+    log.replica(11, "t", 0, 2, "OfflineReplica", "OfflineReplica", 1, [1], "ControlledShutdown")
+    log.replica(20, "t", 0, 2, "OfflineReplica", "OfflineReplica", 1, [1])
+    log.replica(20, "t", 1, 2, "OnlineReplica", "OfflineReplica", 1, [1])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    row = a["broker_churn_daily"].where("broker = 2").collect()[0]
+    assert (row.down_events, row.replicas_offline) == (1, 2)
+
+
 def test_creation_as_the_controller_logs_it_is_no_election(spark, tmp_path: Path) -> None:
     """Controllers before this fix logged a partition's creation (New -> Online) with
     election "offline"; it is an initialization, not an election."""
@@ -212,8 +229,9 @@ def test_a_topic_re_created_under_the_same_name_starts_afresh(spark, tmp_path: P
         b.broker: (b.leaderships_gained, b.leaderships_lost, b.isr_removals, b.isr_additions)
         for b in a["broker_churn_daily"].collect()
     }
-    # Broker 2's row is its deletion's replicas_offline (a known limit, docs/analytics.md).
-    assert brokers == {1: (1, 1, 0, 0), 2: (0, 0, 0, 0), 3: (1, 0, 0, 0)}, brokers
+    # No row for broker 2: the deletion's replica steps are the topic going away, so no
+    # replica of it went offline either.
+    assert brokers == {1: (1, 1, 0, 0), 3: (1, 0, 0, 0)}, brokers
 
 
 def test_a_broker_first_seen_down_by_a_new_controller_is_a_down_event(

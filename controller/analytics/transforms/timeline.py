@@ -68,15 +68,24 @@ def phase_after() -> Column:
     has no leader and is unavailable. The OfflinePartition step of a topic deletion is the
     topic going away, not an outage; so is the one a TopicChange records (a topic whose znode
     was removed by hand: the only OfflinePartition step that event makes).
+
+    Any other OfflinePartition -> OfflinePartition step says nothing new: null, no phase. The
+    controller writes it for a partition it already holds offline (a broker failure moves
+    every partition without a live leader Offline again), and for a partition of a topic
+    whose deletion a new controller starts over (it loads those partitions Offline, then
+    deletes them under the event that made the deletion possible): that partition was
+    already gone, and must not come back as an outage.
     """
     from pyspark.sql import functions as F
 
     c = F.col
     going = c("event").isin(S.EV_TOPIC_DELETION, S.EV_TOPIC_CHANGE)
+    offline = c("to_state") == S.OFFLINE_PARTITION
     return (
         F.when((c("to_state") == S.ONLINE_PARTITION) & (c("leader") == S.NO_LEADER),
                F.lit(OFFLINE))
-        .when((c("to_state") == S.OFFLINE_PARTITION) & going, F.lit(DELETING))
+        .when(offline & going, F.lit(DELETING))
+        .when(offline & (c("from_state") == S.OFFLINE_PARTITION), F.lit(None))
         .otherwise(_phase_of_state(c("to_state")))
     ).cast("tinyint")
 
@@ -103,14 +112,17 @@ def timeline(records: DataFrame) -> DataFrame:
 
     - ``usable`` (valid and result ok), ``dup``, ``live`` (usable and not a duplicate: the
       records that count);
-    - partition records: ``phase``, ``phase_before`` (the previous record's phase, or the
-      first record's ``from_state``), ``first`` (no earlier record of this partition),
+    - partition records: ``phase`` (null for a record that changes nothing: see
+      ``phase_after``), ``phase_before`` (the previous record's phase, or the first record's
+      ``from_state``), ``first`` (no earlier record of this partition with a phase),
       ``lead_before``/``lead_after`` (the leader while online, -1 without one),
       ``pref_before``/``pref_after`` (the preferred leader as far as the log tells: whom the
       latest preferred or reassignment election, or the partition's creation, chose);
     - partition and replica records: ``leader_before`` (last leader >= 0), ``isr_removed``
       and ``isr_added`` (null unless a usable record changed the ISR);
-    - election records only: ``isr_before`` and ``isr`` (null unless usable and not empty).
+    - election records only: ``isr_before`` and ``isr`` (null unless usable and not empty);
+    - replica records: ``went_offline``, a replica up until then taken OfflineReplica (not
+      one already offline moved there again, and not its topic's deletion).
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -142,7 +154,10 @@ def timeline(records: DataFrame) -> DataFrame:
         F.when(bad, F.struct("bad_reason", "raw", "source_file")).alias("_bad"),
         usable.alias("usable"),
         F.when(is_part, phase).alias("_phase"),
-        F.when(is_part, _phase_from()).alias("_phase_from"),
+        # For a replica record, only whether it starts from OfflineReplica (else null).
+        F.when(is_part, _phase_from())
+        .when(c("from_state") == S.OFFLINE_REPLICA, F.lit(OFFLINE).cast("tinyint"))
+        .alias("_phase_from"),
         F.when(usable & is_part, pref_hint).alias("_pref_hint"),
     )
     w = Window.partitionBy("_pkey").orderBy(*ORDER, c("usable").desc(), *CONTENT)
@@ -176,7 +191,7 @@ def timeline(records: DataFrame) -> DataFrame:
     # partition's creation (after a deletion of a topic of the same name too) changes no ISR,
     # nor do the replica steps of a deletion (the topic going away).
     phase_before = F.coalesce(
-        F.shiftright(c("_state_before"), 32).cast("tinyint"), c("_phase_from")
+        F.shiftright(c("_state_before"), 32).cast("tinyint"), F.when(is_part, c("_phase_from"))
     )
     created = is_part & phase_before.isin(NEW, ABSENT)
     going = ~is_part & phase_before.isin(DELETING, ABSENT)
@@ -189,6 +204,7 @@ def timeline(records: DataFrame) -> DataFrame:
     removed = F.array_except(c("_isr_before"), c("isr"))
     added = F.array_except(c("isr"), c("_isr_before"))
     state_before = c("_state_before")
+    lead_before = (state_before.bitwiseAND(0xFFFFFFFF) - 1).cast("int")
     elected = c("election").isNotNull()
     return t.select(
         *KEPT,
@@ -197,9 +213,12 @@ def timeline(records: DataFrame) -> DataFrame:
         (c("usable") & ~c("dup")).alias("live"),
         F.when(is_part, phase).alias("phase"),
         F.when(is_part, phase_before).alias("phase_before"),
-        F.when(is_part, state_before.isNull()).alias("first"),
-        F.when(is_part, (state_before.bitwiseAND(0xFFFFFFFF) - 1).cast("int")).alias("_lb"),
-        F.when(is_part, lead_now).alias("lead_after"),
+        # A record without a phase (see ``phase_after``) changes nothing, so is not the
+        # partition's first either: the next one is.
+        F.when(is_part, state_before.isNull() & phase.isNotNull()).alias("first"),
+        F.when(is_part, lead_before).alias("_lb"),
+        F.when(is_part, F.when(phase.isNull(), lead_before).otherwise(lead_now))
+        .alias("lead_after"),
         "pref_before",
         F.when(is_part, F.coalesce(c("_pref_hint"), c("pref_before"))).alias("pref_after"),
         "leader_before",
@@ -207,5 +226,10 @@ def timeline(records: DataFrame) -> DataFrame:
         F.when(changed, F.nullif(added, F.array().cast("array<int>"))).alias("isr_added"),
         F.when(elected, c("_isr_before")).alias("isr_before"),
         F.when(elected, c("isr")).alias("isr"),
+        F.when(
+            ~is_part,
+            (c("to_state") == S.OFFLINE_REPLICA) & c("_phase_from").isNull()
+            & ~F.coalesce(going, F.lit(False)),
+        ).alias("went_offline"),
         *[c("_bad").getField(name).alias(name) for name in ("bad_reason", "raw", "source_file")],
     ).withColumnRenamed("_lb", "lead_before")
