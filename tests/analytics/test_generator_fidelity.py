@@ -570,7 +570,7 @@ def test_a_reassignment_writes_the_controllers_records_exactly(
             w.op_expire_controller(100)
     with real.incident(got, "complete"):
         w.op_alter_isr(leader, "t0", 1, new, True)
-    sim._start_reassignment(p, new, S.EV_REASSIGNMENT)
+    sim._start_reassignment(p, new, old, S.EV_REASSIGNMENT)
     if failover:
         sim._resign_controller()
     sim._finish_reassignment(p, old, new)
@@ -669,20 +669,42 @@ def _answers_in_any_order(keys: list[tuple[object, ...]]) -> list[tuple[object, 
     return out
 
 
+Incident = tuple[str, Callable[[], None], list[Callable[[], None]]]
+
+
+def _play(
+    real: RealCluster, generated: Callable[..., list[dict]], incidents: list[Incident]
+) -> list[tuple[object, ...]]:
+    """Each incident on the real controller and on the generator: the same records, values
+    and order (StopReplica answers in any order). Returns the real records' keys."""
+    seen: list[tuple[object, ...]] = []
+    for name, real_step, generated_steps in incidents:
+        got: dict[str, list[dict]] = {}
+        with real.incident(got, name):
+            real_step()
+        want = [_record_key(r) for r in got[name] if r["kind"] != "controller"]
+        have = [_record_key(r) for r in generated(*generated_steps) if r["kind"] != "controller"]
+        assert _answers_in_any_order(have) == _answers_in_any_order(want), name
+        seen += want
+    return seen
+
+
 @pytest.mark.parametrize("seed", [3, 7, 11])
 @pytest.mark.parametrize(
     "story",
-    ["back", "another dies", "another dies and is back first", "failover",
-     "failover, another dies", "another dies, failover", "two down"],
+    ["back", "another dies", "another dies and is back first", "another dies twice",
+     "failover", "failover, another dies", "another dies, failover", "two down",
+     "during a controlled shutdown"],
 )
 def test_a_deletion_with_a_broker_down_writes_the_controllers_records_exactly(
     seed: int, story: str
 ) -> None:
-    """A topic deleted while a broker holding some of its replicas is down: its partitions go
-    at once, the replicas on live brokers are deleted, those on the dead one are ineligible
-    until it is back; meanwhile another broker dies (its deleted replicas' moves refused),
-    the controller fails over (it starts the deletion over), or a second broker is down. The
-    same records, values and order on both sides (StopReplica answers in any order)."""
+    """A topic deleted while a broker holding some of its replicas is down (or shutting
+    down): its partitions go at once, the replicas on live brokers are deleted, those on the
+    dead one are ineligible until it is back; meanwhile another broker dies (its deleted
+    replicas' moves refused; the ineligible ones retried), the controller fails over (it
+    starts the deletion over), or a second broker is down. The same records, values and
+    order on both sides (StopReplica answers in any order)."""
     real, assignment = _real_topic(seed, 2)
     w = real.w
     parts = [Part("t0", i, list(assignment.partitions[i].replicas), False) for i in range(2)]
@@ -702,24 +724,24 @@ def test_a_deletion_with_a_broker_down_writes_the_controllers_records_exactly(
 
     delete = ("delete", delete_on_real, [lambda: sim._delete_topic("t0")])
     failover = ("failover", lambda: w.op_expire_controller(100), [sim._resign_controller])
-    incidents = {
+    incidents: list[Incident] = {
         "back": [kill(4), delete, back(4)],
         "another dies": [kill(4), delete, kill(3), back(4), back(3)],
         "another dies and is back first": [kill(4), delete, kill(3), back(3), back(4)],
         "failover": [kill(4), delete, failover, back(4)],
         "failover, another dies": [kill(4), delete, failover, kill(1), back(4), back(1)],
         "another dies, failover": [kill(4), delete, kill(3), failover, back(3), back(4)],
+        "another dies twice": [
+            kill(4), delete, kill(3), back(3), kill(3), back(3), back(4)
+        ],
         "two down": [kill(4), kill(3), delete, back(3), back(4)],
+        "during a controlled shutdown": [
+            ("shutdown 3, delete", lambda: _shutdown_on_real(real, 3, delete_on_real),
+             [lambda: _shutdown_in_generator(sim, 3, lambda: sim._delete_topic("t0"))]),
+            back(3),
+        ],
     }[story]
-    results: set[tuple[object, ...]] = set()
-    for name, real_step, generated_steps in incidents:
-        got: dict[str, list[dict]] = {}
-        with real.incident(got, name):
-            real_step()
-        want = [_record_key(r) for r in got[name] if r["kind"] != "controller"]
-        have = [_record_key(r) for r in generated(*generated_steps) if r["kind"] != "controller"]
-        assert _answers_in_any_order(have) == _answers_in_any_order(want), name
-        results |= {(k[5], k[11]) for k in want}
+    results = {(k[5], k[11]) for k in _play(real, generated, incidents)}
     assert (S.NON_EXISTENT_REPLICA, S.RESULT_OK) in results  # the topic is gone at the end
     assert "t0" not in sim.topics and "t0" not in sim.deleting
 
@@ -731,3 +753,60 @@ def test_the_generators_replica_moves_are_checked_as_the_controllers_are() -> No
 
     for to, allowed in machines._REPLICA_VALID_PREVIOUS.items():
         assert allowed == tuple(s.name for s in REPLICA_VALID_PREVIOUS_STATES[ReplicaState[to]])
+
+
+@pytest.mark.parametrize(
+    "story",
+    ["new replica's broker restarts", "new replica's broker restarts across a failover",
+     "two failovers", "topic deleted meanwhile"],
+)
+def test_an_interrupted_reassignment_writes_the_controllers_records_exactly(story: str) -> None:
+    """A reassignment resumed when the new replica's broker comes back or a new controller
+    takes over (a new leader epoch each time), or holding back its topic's deletion until it
+    completes: the same records, values and order on both sides."""
+    real, assignment = _real_topic(7, 2)
+    w = real.w
+    parts = [Part("t0", i, list(assignment.partitions[i].replicas), False) for i in range(2)]
+    p = parts[1]
+    replicas = list(p.replicas)
+    leader, old = replicas[0], replicas[1]
+    new = next(b for b in (1, 2, 3, 4) if b not in replicas)
+    target = tuple(new if r == old else r for r in replicas)
+    sim, written = _online_in_generator(parts, 2)
+    sim.controllers = [100]  # the real cluster runs one controller: it wins again
+    generated = _generated_by(sim, written)
+
+    def delete_on_real() -> None:
+        w.op_delete_topic("t0")
+        w.run(5000)
+
+    start: Incident = (
+        "start", lambda: w.op_reassign("t0", 1, target, True),
+        [lambda: sim._start_reassignment(p, new, old, S.EV_REASSIGNMENT)],
+    )
+    complete: Incident = (
+        "complete", lambda: w.op_alter_isr(leader, "t0", 1, new, True),
+        [lambda: sim._finish_reassignment(p, old, new)],
+    )
+    kill: Incident = (f"kill {new}", lambda: w.op_kill_broker(new), [lambda: sim._fail(new)])
+    back: Incident = (
+        f"return {new}", lambda: w.op_restart_broker(new), [lambda: sim._return(new)]
+    )
+    failover: Incident = (
+        "failover", lambda: w.op_expire_controller(100), [sim._resign_controller]
+    )
+    delete: Incident = ("delete", delete_on_real, [lambda: sim._delete_topic("t0")])
+    incidents = {
+        "new replica's broker restarts": [start, kill, back, complete],
+        "new replica's broker restarts across a failover": [
+            start, kill, failover, back, complete
+        ],
+        "two failovers": [start, failover, failover, complete],
+        "topic deleted meanwhile": [start, delete, complete],
+    }[story]
+    steps = {k[:6] for k in _play(real, generated, incidents)}
+    onlines = {("replica", "t0", 1, new, frm, S.ONLINE_REPLICA)
+               for frm in (S.NEW_REPLICA, S.ONLINE_REPLICA)}
+    assert steps & onlines  # the reassignment completed
+    if story == "topic deleted meanwhile":
+        assert "t0" not in sim.topics and "t0" not in sim.deleting

@@ -71,6 +71,13 @@ def by_key(parts: Iterable[Part]) -> list[Part]:
     return sorted(parts, key=_KEY)
 
 
+def by_broker(parts: Iterable[Part]) -> list[tuple[int, Part]]:
+    """``parts``' replicas in the replica state machine's order: by broker, then partition."""
+    rows = [(r, p) for p in parts for r in p.replicas]
+    rows.sort(key=lambda rp: (rp[0], rp[1].topic, rp[1].index))
+    return rows
+
+
 def failed_election(p: Part, strategy: str) -> str:
     """The controller's error for an election that found no leader."""
     return (
@@ -170,6 +177,17 @@ class Machines:
             self.clock, seq, self.controller, self.epoch, S.KIND_REPLICA, p.topic, p.index,  # type: ignore[arg-type]
             replica, frm, to, None, None, None, None, event, S.RESULT_INVALID, error,
         )
+
+    def _rrecs_checked(self, b: int, parts: list[Part], to: str, event: str) -> None:
+        """``b``'s replicas of ``parts`` to ``to`` in one call of the replica state machine,
+        which records the moves it refuses first, then makes the others."""
+        allowed = _REPLICA_VALID_PREVIOUS[to]
+        ok = [p for p in parts if p.rstates.get(b, S.NON_EXISTENT_REPLICA) in allowed]
+        for p in parts:
+            if p not in ok:
+                self._rrec_checked(p, b, to, event)
+        for p in ok:
+            self._rrec(p, b, to, event)
 
     def _crec(self, to: str, event: str) -> None:
         seq = self._tick()
@@ -274,6 +292,11 @@ class Machines:
             self._cut_from_isr(p, b)
         for p in (*kept, *cut, *(p for p in parts if not p.led)):
             self._rrec(p, b, S.OFFLINE_REPLICA, event)
+
+    def _replicas_offline_by_broker(self, replicas: list[tuple[int, Part]], event: str) -> None:
+        """``replicas`` (in broker order) Offline, one broker after the other."""
+        for b in sorted({r for r, _ in replicas}):
+            self._replicas_offline(b, [p for r, p in replicas if r == b], event)
 
     def _hosted(self, b: int) -> list[Part]:
         return by_key(self.hosted[b])

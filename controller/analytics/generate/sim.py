@@ -26,15 +26,15 @@ from collections.abc import Callable
 from typing import Any
 
 from controller.analytics import schema as S
+from controller.analytics.generate.deletion import TopicDeletions
 from controller.analytics.generate.machines import (
     EV_EXPIRE,
     EV_REASSIGNMENT_ISR_CHANGE,
     EV_REREGISTER,
     EV_STARTUP,
-    EV_STOP_REPLICA_RESPONSE,
     ClusterSpec,
-    Machines,
     Part,
+    by_broker,
     by_key,
     failed_election,
 )
@@ -55,7 +55,7 @@ _PARTITION_COUNTS = (1, 3, 6, 6, 12, 12, 24, 32, 50, 64, 100, 128)
 _WITHOUT_CONTROLLER = frozenset({"_fail", "_return", "_elect_controller"})
 
 
-class ClusterSim(Machines):
+class ClusterSim(TopicDeletions):
     """Simulates one cluster until the writer's line budget is spent."""
 
     def __init__(
@@ -79,8 +79,9 @@ class ClusterSim(Machines):
         # Topics queued for deletion (out of ``topics``) until every replica is deleted, and
         # those whose partitions this controller has already taken away.
         self.deleting: dict[str, list[Part]] = {}
+        self.deletion_ineligible: set[str] = set()
         self.deletion_started: set[str] = set()
-        self.reassigning: dict[Part, int] = {}  # partition -> the replica being added
+        self.reassigning: dict[Part, tuple[int, int]] = {}  # partition -> (added, retired)
         # Insertion-ordered "sets" keep the run deterministic for a given seed.
         self.hosted: dict[int, dict[Part, None]] = {b: {} for b in self.brokers}
         self.controllers = list(range(max(1, spec.controllers)))
@@ -178,13 +179,6 @@ class ClusterSim(Machines):
             name = f"{base}-{n}"
         return name
 
-    @staticmethod
-    def _by_broker(parts: list[Part]) -> list[tuple[int, Part]]:
-        """Replicas in the replica state machine's order: by broker, then partition."""
-        rows = [(r, p) for p in parts for r in p.replicas]
-        rows.sort(key=lambda rp: (rp[0], rp[1].topic, rp[1].index))
-        return rows
-
     def _create_topic(self, initial: bool = False) -> int:
         """``onNewPartitionCreation``: partitions and replicas New, the partitions' first
         leaders, then every replica Online (those on dead brokers too)."""
@@ -208,7 +202,7 @@ class ClusterSim(Machines):
                 self.hosted[r][p] = None
             p.state = S.NEW_PARTITION
             self._prec(p, S.NON_EXISTENT_PARTITION, S.NEW_PARTITION, None, ev)
-        replicas = self._by_broker(parts)
+        replicas = by_broker(parts)
         for r, p in replicas:
             self._rrec(p, r, S.NEW_REPLICA, ev)
         self._elect_many(parts, ev)
@@ -221,71 +215,7 @@ class ClusterSim(Machines):
             if len(self.topics) < 3:
                 return
             name = self.rng.choice(list(self.topics))
-        self.deleting[name] = self.topics.pop(name)
-        for p in self.deleting[name]:
-            self.reassigning.pop(p, None)
-        self._start_deletion(name, S.EV_TOPIC_DELETION)
-
-    def _start_deletion(self, name: str, event: str) -> None:
-        """``onTopicDeletion``: the partitions Offline and NonExistent (once per controller),
-        then the replicas' deletion."""
-        if name not in self.deletion_started:
-            self.deletion_started.add(name)
-            parts = self.deleting[name]
-            for p in parts:
-                self._to_offline(p, event)
-            for p in parts:
-                p.state = S.NON_EXISTENT_PARTITION
-                self._prec(p, S.OFFLINE_PARTITION, S.NON_EXISTENT_PARTITION, None, event)
-        self._delete_replicas(name, event)
-
-    def _delete_replicas(self, name: str, event: str) -> None:
-        """``startReplicaDeletion``: replicas on dead brokers DeletionIneligible (refused for
-        those already deleted); those on live brokers not yet deleted Offline (cut from their
-        ISRs) and DeletionStarted; on the StopReplica answers DeletionSuccessful. When every
-        replica is deleted the topic is gone (all NonExistent); else the ineligible ones go
-        back Offline, and the deletion resumes when their brokers are back."""
-        parts = self.deleting[name]
-        replicas = self._by_broker(parts)
-        dead = [(r, p) for r, p in replicas if r not in self.live]
-        alive = [
-            (r, p) for r, p in replicas
-            if r in self.live and p.rstates.get(r) != S.REPLICA_DELETION_SUCCESSFUL
-        ]
-        ineligible = [
-            (r, p) for r, p in dead
-            if p.rstates.get(r) in (S.OFFLINE_REPLICA, S.REPLICA_DELETION_STARTED)
-        ]
-        for r, p in dead:
-            self._rrec_checked(p, r, S.REPLICA_DELETION_INELIGIBLE, event)
-        self._replicas_offline_by_broker(alive, event)
-        for r, p in alive:
-            self._rrec(p, r, S.REPLICA_DELETION_STARTED, event)
-        if alive:
-            self.clock += self._seconds(0.005, 0.2)
-            event = EV_STOP_REPLICA_RESPONSE
-            for r, p in alive:
-                self._rrec(p, r, S.REPLICA_DELETION_SUCCESSFUL, event)
-        if any(p.rstates.get(r) != S.REPLICA_DELETION_SUCCESSFUL for r, p in replicas):
-            if alive:  # retryDeletionForIneligibleReplicas, after the answers
-                self._replicas_offline_by_broker(ineligible, event)
-            return
-        del self.deleting[name]
-        self.deletion_started.discard(name)
-        for r, p in replicas:
-            self._rrec(p, r, S.NON_EXISTENT_REPLICA, event)
-            self.hosted[r].pop(p, None)
-
-    def _replicas_offline_by_broker(self, replicas: list[tuple[int, Part]], event: str) -> None:
-        for b in sorted({r for r, _ in replicas}):
-            self._replicas_offline(b, [p for r, p in replicas if r == b], event)
-
-    def _deleting_on(self, b: int) -> list[str]:
-        """The topics queued for deletion with a replica on ``b``."""
-        return sorted(
-            name for name, parts in self.deleting.items()
-            if any(b in p.replicas for p in parts)
-        )
+        self._queue_deletion(name, S.EV_TOPIC_DELETION)
 
     # ---- brokers -------------------------------------------------------------------------
 
@@ -328,12 +258,9 @@ class ClusterSim(Machines):
                 self._to_offline(p, ev)
         waiting = (S.NEW_PARTITION, S.OFFLINE_PARTITION)
         self._elect_many([p for p in everything if p.state in waiting], ev)
-        hosted = self._hosted(b)
-        self._replicas_offline(b, [p for p in hosted if p.topic not in self.deleting], ev)
-        # failReplicaDeletion: refused for replicas already deleted
-        for p in hosted:
-            if p.topic in self.deleting:
-                self._rrec_checked(p, b, S.REPLICA_DELETION_INELIGIBLE, ev)
+        hosted = [p for p in self._hosted(b) if p.topic not in self.deleting]
+        self._replicas_offline(b, hosted, ev)
+        self._fail_replica_deletion(b, ev)
 
     def _return(self, b: int) -> None:
         """``onBrokerStartup``: ``b``'s replicas Online, then every New or Offline partition
@@ -344,11 +271,10 @@ class ClusterSim(Machines):
         self.shutting_down.discard(b)
         if self.controller is not None:  # else the next controller finds it live
             ev = S.EV_BROKER_CHANGE
-            for p in self._hosted(b):
-                self._rrec_checked(p, b, S.ONLINE_REPLICA, ev)
+            self._rrecs_checked(b, self._hosted(b), S.ONLINE_REPLICA, ev)
             self._elect_all(ev)
-            for name in self._deleting_on(b):  # resumeDeletionForTopics
-                self._start_deletion(name, ev)
+            self._resume_reassignments(ev, b)
+            self._resume_deletion_for(self._deleting_on(b), ev)
         catch_up = self._seconds(5, 240)
         self._later(catch_up, self._isr_expand, b)
         if self.spec.auto_rebalance:
@@ -498,6 +424,7 @@ class ClusterSim(Machines):
         # A new controller knows of no controlled shutdown, and starts deletions over.
         self.shutting_down.clear()
         self.deletion_started.clear()
+        self.deletion_ineligible.clear()
         others = [c for c in self.controllers if c != previous]
         self.controller = self.rng.choice(others or self.controllers)
         # The process that resigned and won again elects itself in the event that made it
@@ -532,20 +459,28 @@ class ClusterSim(Machines):
                 self._prec(p, S.NON_EXISTENT_PARTITION, S.OFFLINE_PARTITION, None, ev)
         self._elect_all(ev)
         self._resume_reassignments(ev)
-        for name in sorted(self.deleting):  # tryTopicDeletion: those with every broker up
-            if all(r in self.live for p in self.deleting[name] for r in p.replicas):
-                self._start_deletion(name, ev)
+        # Held back: the queued topics with a replica on a dead broker or being reassigned.
+        self.deletion_ineligible.update(
+            name for name, parts in self.deleting.items()
+            if any(p in self.reassigning or any(r not in self.live for r in p.replicas)
+                   for p in parts)
+        )
+        self._resume_deletions(ev)  # tryTopicDeletion
         self._crec(S.CONTROLLER_READY, ev)
 
-    def _resume_reassignments(self, event: str) -> None:
-        """``initializePartitionReassignments``: each ongoing reassignment is started again:
+    def _resume_reassignments(self, event: str, returned: int | None = None) -> None:
+        """``initializePartitionReassignments`` (or, for a broker that came back, the
+        reassignments moving a replica to it or keeping one there): each is started again:
         a new leader epoch, and its new replica to NewReplica, which the state machine
-        refuses (the failover has just recorded it Online, or Offline on a dead broker).
-        Its completion then moves it Online from there."""
+        refuses (it was recorded Online, or Offline on a dead broker). Its completion then
+        moves it Online from there."""
         for p in by_key(self.reassigning):
+            new, old = self.reassigning[p]
+            if returned is not None and (returned == old or returned not in p.replicas):
+                continue
             if p.led:
                 p.leader_epoch += 1
-            self._rrec_checked(p, self.reassigning[p], S.NEW_REPLICA, event)
+            self._rrec_checked(p, new, S.NEW_REPLICA, event)
 
     # ---- reassignment and ISR churn ------------------------------------------------------
 
@@ -569,15 +504,15 @@ class ClusterSim(Machines):
             if not olds or not news or len(p.replicas) != self.spec.replication:
                 continue
             old, new = self.rng.choice(olds), self.rng.choice(news)
-            self._start_reassignment(p, new, ev)
+            self._start_reassignment(p, new, old, ev)
             self._later(self._seconds(10, 900), self._finish_reassignment, p, old, new)
 
-    def _start_reassignment(self, p: Part, new: int, event: str) -> None:
+    def _start_reassignment(self, p: Part, new: int, old: int, event: str) -> None:
         """Phase A of ``onPartitionReassignment``: a new leader epoch carries the grown
         replica set (Kafka's ORS + TRS while moving; no record), and ``new`` goes New."""
         p.replicas = [*p.replicas, new]
         p.leader_epoch += 1
-        self.reassigning[p] = new
+        self.reassigning[p] = (new, old)
         self.hosted[new][p] = None
         self._rrec(p, new, S.NEW_REPLICA, event)
 
@@ -586,9 +521,8 @@ class ClusterSim(Machines):
         the leader moves if it is leaving (else a new epoch, no record); the old replica goes
         Offline (cut from the ISR) and is deleted. A partition offline, or a new replica or
         leader down, stalls it until a later try, as the controller resumes it later."""
-        if p.topic in self.deleting or p not in self.hosted[new]:
-            self.reassigning.pop(p, None)
-            return  # the topic was deleted meanwhile
+        if p not in self.reassigning:
+            return  # its topic was deleted
         target = [new if r == old else r for r in p.replicas if r != new]
         live = self.electable
         leader: int | None = p.leader
@@ -617,6 +551,7 @@ class ClusterSim(Machines):
         ):
             self._rrec(p, old, to, ev)
         self.hosted[old].pop(p, None)
+        self._resume_deletion_for([p.topic], ev)  # a deletion held back by it
 
     def _isr_flap(self) -> None:
         """A slow follower (or, sometimes, all of them) falls out of the ISR and back, a few
