@@ -71,6 +71,13 @@ EV_ISR_CHANGE = "IsrChangeNotification"
 EV_ALTER_PARTITION = "AlterPartitionReceived"
 EV_REELECT = "Reelect"
 EV_CONTROLLER_CHANGE = "ControllerChange"
+# Events in which the controller moves a partition OfflinePartition only to delete its topic:
+# the deletion itself, a topic znode removed by hand, and a reassignment's completion or
+# cancellation, which resumes the deletion of a topic it held back.
+EV_OFFLINE_ONLY_TO_DELETE = (
+    EV_TOPIC_DELETION, EV_TOPIC_CHANGE, EV_ALTER_PARTITION, "PartitionReassignmentIsrChange",
+    EV_REASSIGNMENT, "ApiPartitionReassignment",
+)
 # The events a controller's failover (and so its records of the state it finds) runs in.
 EV_FAILOVER = ("Startup", "Reelect", "ControllerChange", "RegisterBrokerAndReelect")
 

@@ -253,6 +253,49 @@ def test_a_deletion_a_new_controller_starts_over_is_no_outage(spark, tmp_path: P
     assert (churn["t"].offline_windows, churn["down"].offline_windows) == (0, 1)
 
 
+def test_a_partition_only_moved_offline_again_in_the_log_was_offline_all_along(
+    spark, tmp_path: Path
+) -> None:
+    """A slice of a longer log: the partition's only records are broker failures moving it
+    Offline again (and a failed election). It was offline before the slice and still is."""
+    log = Log()
+    log.create(0, "keep", 0, [2])
+    log.part(100, "t", 0, "OfflinePartition", "OfflinePartition", None, None, None,
+             "BrokerChange", None)
+    log.part(100, "t", 0, "OfflinePartition", "OnlinePartition", None, None, "offline",
+             "BrokerChange", None, result="failed")
+    log.part(200, "t", 0, "OfflinePartition", "OfflinePartition", None, None, None,
+             "BrokerChange", None)
+    log.replica(400, "keep", 0, 2, "OnlineReplica", "OnlineReplica", 2, [2])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    windows = a["unavailability_windows"].collect()
+    assert [(w.topic, w.start_ts, w.end_reason, w.start_known) for w in windows] == [
+        ("t", None, "ongoing", False)
+    ]
+    assert windows[0].duration_s == pytest.approx(400.0)
+
+
+def test_a_deletion_a_reassignment_held_back_is_no_outage(spark, tmp_path: Path) -> None:
+    """A topic deleted while one of its partitions is being reassigned is deleted when the
+    reassignment completes, in the event that completes it: Online -> Offline ->
+    NonExistent under AlterPartitionReceived is the topic going away, not an outage."""
+    log = Log()
+    log.create(0, "t", 0, [1, 2])
+    log.create(0, "t", 1, [2, 1])
+    for p in (0, 1):
+        log.part(100, "t", p, "OnlinePartition", "OfflinePartition", None, None, None,
+                 "AlterPartitionReceived", None)
+    for p in (0, 1):
+        log.part(100, "t", p, "OfflinePartition", "NonExistentPartition", None, None, None,
+                 "AlterPartitionReceived", None)
+    a = analyze_lines(spark, tmp_path, log.lines)
+    assert a["unavailability_windows"].count() == 0
+    summary = {r.topic: r for r in a["availability_summary"].collect()}
+    assert summary["t"].exists_partition_s == pytest.approx(200.0)
+    assert summary["t"].offline_partition_s == 0.0
+    assert {r.offline_windows for r in a["partition_churn_daily"].collect()} == {0}
+
+
 def test_hourly_and_daily_availability_across_boundaries(spark, tmp_path: Path) -> None:
     from pyspark.testing import assertDataFrameEqual
 

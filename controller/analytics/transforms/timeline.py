@@ -67,7 +67,9 @@ def phase_after() -> Column:
     An OnlinePartition record with leader -1 "can't happen", but if it does the partition
     has no leader and is unavailable. The OfflinePartition step of a topic deletion is the
     topic going away, not an outage; so is the one a TopicChange records (a topic whose znode
-    was removed by hand: the only OfflinePartition step that event makes).
+    was removed by hand: the only OfflinePartition step that event makes), and the one of a
+    deletion a reassignment held back, made when the reassignment completes (under its
+    event: the only OfflinePartition step those make).
 
     Any other OfflinePartition -> OfflinePartition step says nothing new: null, no phase. The
     controller writes it for a partition it already holds offline (a broker failure moves
@@ -79,7 +81,7 @@ def phase_after() -> Column:
     from pyspark.sql import functions as F
 
     c = F.col
-    going = c("event").isin(S.EV_TOPIC_DELETION, S.EV_TOPIC_CHANGE)
+    going = c("event").isin(*S.EV_OFFLINE_ONLY_TO_DELETE)
     offline = c("to_state") == S.OFFLINE_PARTITION
     return (
         F.when((c("to_state") == S.ONLINE_PARTITION) & (c("leader") == S.NO_LEADER),
@@ -213,9 +215,10 @@ def timeline(records: DataFrame) -> DataFrame:
         (c("usable") & ~c("dup")).alias("live"),
         F.when(is_part, phase).alias("phase"),
         F.when(is_part, phase_before).alias("phase_before"),
-        # A record without a phase (see ``phase_after``) changes nothing, so is not the
-        # partition's first either: the next one is.
-        F.when(is_part, state_before.isNull() & phase.isNotNull()).alias("first"),
+        # A record without a phase (see ``phase_after``) carries nothing forward, so the
+        # next one is "first" too: both say the partition's phase before them (the same,
+        # when the log agrees with itself), which counts once.
+        F.when(is_part, state_before.isNull()).alias("first"),
         F.when(is_part, lead_before).alias("_lb"),
         F.when(is_part, F.when(phase.isNull(), lead_before).otherwise(lead_now))
         .alias("lead_after"),
