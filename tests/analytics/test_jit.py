@@ -79,6 +79,7 @@ def test_the_job_holds_c2_back_after_its_pass_only_when_asked(
     cfg = JobConfig(inputs=[str(tmp_path / "in")], output=str(tmp_path / "out"),
                     report=False, hold_back_c2=hold_back)
     result = analyze(spark, cfg)
-    assert result.clusters and result.clusters[0].lines == 2_000
+    # Every line analysed (a malformed line of the noise may count under the file's name).
+    assert sum(c.lines for c in result.clusters) == 2_000
     assert seen == ([True] if hold_back else [])
     assert not _c2_excluded(spark)  # given back when the job ends
