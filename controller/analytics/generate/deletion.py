@@ -131,8 +131,9 @@ class TopicDeletions(Machines):
                     self.deletion_ineligible.add(name)
                 elif p.rstates.get(r) != S.REPLICA_DELETION_SUCCESSFUL:
                     retry.append((r, p))
+        dead.sort(key=_broker_order)
         for b in sorted({r for r, _ in dead}):
-            ps = [p for r, p in sorted(dead, key=_broker_order) if r == b]
+            ps = [p for r, p in dead if r == b]
             self._rrecs_checked(b, ps, S.REPLICA_DELETION_INELIGIBLE, event)
         retry.sort(key=_broker_order)
         self._replicas_offline_by_broker(retry, event)
