@@ -115,13 +115,18 @@ class PartitionReassignments:
         self._processed_czxid = stat.czxid
         ctx = ctl.context
         # Malformed as a whole reads as empty (logged by the gateway, naming the problem); a
-        # partition's invalid entry fails that partition only, and is removed with the failures.
+        # partition's invalid or impossible entry fails that partition only, and is removed
+        # with the failures.
         request = ctl.gateway.get_partition_reassignment_request()
         requested = request.targets
         results: dict[TopicPartition, ApiError | None] = {
             tp: ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, exc.problem)
             for tp, exc in request.invalid.items()
         }
+        results.update(
+            (tp, ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, problem))
+            for tp, problem in request.unknown.items()
+        )
         to_reassign: dict[TopicPartition, ReplicaAssignment] = {}
         for tp, target in requested.items():
             built = maybe_build_reassignment(ctx.partition_full_replica_assignment(tp), target)
@@ -541,7 +546,9 @@ class PartitionReassignments:
         if only_if_any and len(remaining) == len(current):
             return
         # Invalid entries go with any rewrite: they were reported when the request was read.
-        removed = sorted((set(current) - set(remaining)) | set(request.invalid))
+        removed = sorted(
+            (set(current) - set(remaining)) | set(request.invalid) | set(request.unknown)
+        )
         epoch_zk_version = self.ctl.context.epoch_zk_version
         if not remaining:
             # Also deletes a malformed znode (it reads as empty), as Kafka does.

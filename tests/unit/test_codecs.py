@@ -1201,6 +1201,31 @@ class TestReassignmentRequestEntryByEntry:
         assert "duplicate partition t-0" in request.invalid[TopicPartition("t", 0)].problem
 
     @pytest.mark.parametrize(
+        ("entry", "field", "problem"),
+        [
+            ('{"topic":"t","partition":-1', "partition", "negative partition id -1"),
+            ('{"topic":"a/b","partition":0', "topic", "'a/b' cannot be a topic znode name"),
+            ('{"topic":"","partition":0', "topic", "'' cannot be a topic znode name"),
+        ],
+    )
+    def test_a_partition_that_cannot_exist_is_unknown_alone(
+        self, entry: str, field: str, problem: str
+    ) -> None:
+        # Kafka's mapper binds it (a string and an int); the controller finds no such
+        # partition and fails that entry only.
+        data = (
+            '{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,5]},'
+            f'{entry},"replicas":[4,5]}}]}}'
+        ).encode()
+        request = codecs.decode_reassignment_request(data)
+        assert request.targets == {TopicPartition("t", 0): (4, 5)}
+        assert request.invalid == {}
+        [reason] = request.unknown.values()
+        assert f"'partitions[1].{field}'" in reason and problem in reason
+        with pytest.raises(MalformedZnodeError, match=re.escape(problem)):
+            codecs.decode_reassignment(data)  # the strict reader refuses the znode
+
+    @pytest.mark.parametrize(
         "head",
         [b"{", b'{"version":2,', b'{"version":0,', b'{"version":"1",', b'{"version":-1,',
          b'{"version":null,', b'{"version":1.0,', b'{"version":1.5,', b'{"version":1e2,',
@@ -1223,7 +1248,9 @@ class TestReassignmentRequestEntryByEntry:
             b'{"version":true,"partitions":[]}',
             b'{"version":1,"partitions":[],"comment":"x"}',
             b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1],"x":1}]}',
-            b'{"version":1,"partitions":[{"topic":"t","partition":-1,"replicas":[1]}]}',
+            b'{"version":1,"partitions":[{"topic":"t","partition":"0","replicas":[1]}]}',
+            b'{"version":1,"partitions":[{"topic":"t","partition":2147483648,"replicas":[1]}]}',
+            b'{"version":1,"partitions":[{"topic":1,"partition":0,"replicas":[1]}]}',
             b'{"version":1,"partitions":{"t":0}}',
         ],
     )

@@ -387,6 +387,38 @@ def test_an_invalid_entry_fails_its_partition_only_and_is_removed(h6: Controller
     assert data is not None and codecs.decode_reassignment(data) == {T0: (4, 2, 3)}
 
 
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        (b'{"topic":"t","partition":-1,"replicas":[4,2,3]}', "negative partition id -1"),
+        (b'{"topic":"a/b","partition":0,"replicas":[4,2,3]}', "'a/b' cannot be a topic"),
+        (b'{"topic":"","partition":0,"replicas":[4,2,3]}', "'' cannot be a topic"),
+    ],
+)
+def test_an_entry_naming_an_impossible_partition_fails_only_itself(
+    h6: ControllerHarness, entry: bytes, problem: str
+) -> None:
+    # Kafka's mapper binds any string topic and int partition; the controller then answers
+    # UNKNOWN_TOPIC_OR_PARTITION for that entry alone and removes it. Refusing the whole
+    # znode left the valid moves undone and the node in place, blocking every later request.
+    h = h6
+    h.admin.create(
+        paths.REASSIGN_PARTITIONS,
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,2,3]},'
+        + entry
+        + b"]}",
+        makepath=True,
+    )
+    with capture_logs() as logs:
+        h.drain()
+    assert rs_ar_rr(h) == ([4, 2, 3, 1], [4], [1])
+    [failed] = [e for e in logs if e["event"].startswith("reassignment requests in ZooKeeper")]
+    [error] = failed["errors"].values()
+    assert error.startswith("UNKNOWN_TOPIC_OR_PARTITION") and problem in error
+    data = h.read(paths.REASSIGN_PARTITIONS)
+    assert data is not None and codecs.decode_reassignment(data) == {T0: (4, 2, 3)}
+
+
 def test_a_request_with_only_invalid_entries_is_removed(h6: ControllerHarness) -> None:
     h = h6
     before = h.read(paths.topic_path("t"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from controller.core.model import TopicPartition
 from controller.zk import paths
@@ -57,6 +57,9 @@ class ReassignmentRequest:
 
     targets: dict[TopicPartition, tuple[int, ...]]
     invalid: dict[TopicPartition, MalformedZnodeError]
+    # Entries naming a partition that cannot exist (a topic name no znode can have, a
+    # negative partition id): Kafka decodes them and fails each as unknown.
+    unknown: dict[TopicPartition, str] = field(default_factory=dict)
 
 
 def decode_reassignment_request(
@@ -65,10 +68,11 @@ def decode_reassignment_request(
     """The request as the controller acts on it.
 
     What Kafka's strict mapper refuses (invalid JSON, an unknown field, a version that is no
-    integer, an entry that names no partition) refuses the whole znode: MalformedZnodeError.
-    A partition's bad target (not a list of distinct broker ids, empty) or a partition listed
-    twice only makes that partition invalid, so that the other partitions are still
-    reassigned.
+    integer, an entry without a string topic and an int32 partition) refuses the whole znode:
+    MalformedZnodeError. A partition's bad target (not a list of distinct broker ids, empty)
+    or a partition listed twice only makes that partition invalid, and a partition that
+    cannot exist (Kafka's mapper binds it; the controller finds no such partition) is only
+    unknown, so that the other partitions are still reassigned.
     """
     obj = load(data, path)
     if not _REASSIGN_KEYS.issuperset(obj):
@@ -76,12 +80,16 @@ def decode_reassignment_request(
     _ignored_version(obj, path)
     targets: dict[TopicPartition, tuple[int, ...]] = {}
     invalid: dict[TopicPartition, MalformedZnodeError] = {}
+    unknown: dict[TopicPartition, str] = {}
     for i, entry in enumerate(typed_field(obj, "partitions", path, list)):
         where = f"partitions[{i}]"
-        tp = topic_partition(entry, path, where)
+        tp, impossible = _named_partition(entry, path, where)
         if not _REASSIGN_ENTRY_KEYS.issuperset(entry):
-            unknown = sorted(set(entry) - _REASSIGN_ENTRY_KEYS)
-            fail(path, where, f"unknown field(s) {unknown}")
+            extra = sorted(set(entry) - _REASSIGN_ENTRY_KEYS)
+            fail(path, where, f"unknown field(s) {extra}")
+        if impossible is not None:
+            unknown[tp] = impossible
+            continue
         if tp in targets or tp in invalid:
             targets.pop(tp, None)
             invalid[tp] = MalformedZnodeError(path, f"field {where!r}: duplicate partition {tp}")
@@ -92,7 +100,20 @@ def decode_reassignment_request(
             )
         except MalformedZnodeError as exc:
             invalid[tp] = exc
-    return ReassignmentRequest(targets, invalid)
+    return ReassignmentRequest(targets, invalid, unknown)
+
+
+def _named_partition(entry: object, path: str, where: str) -> tuple[TopicPartition, str | None]:
+    """The entry's partition, and why it cannot exist (None when it can)."""
+    if type(entry) is not dict:
+        bad(path, where, 'an object {"topic":..,"partition":..}', entry)
+    topic = typed_field(entry, "topic", path, str, f"{where}.")
+    tp = TopicPartition(topic, int_field(entry, "partition", path, prefix=f"{where}."))
+    if not paths.is_znode_name(topic):
+        return tp, f"field {where + '.topic'!r}: {topic!r} cannot be a topic znode name"
+    if tp.partition < 0:
+        return tp, f"field {where + '.partition'!r}: negative partition id {tp.partition}"
+    return tp, None
 
 
 def _ignored_version(obj: dict[str, object], path: str) -> None:
@@ -116,11 +137,13 @@ def _ignored_version(obj: dict[str, object], path: str) -> None:
 def decode_reassignment(
     data: bytes | None, path: str = paths.REASSIGN_PARTITIONS
 ) -> dict[TopicPartition, tuple[int, ...]]:
-    """Strict: any invalid entry raises MalformedZnodeError (for tools reading the request
-    back; the controller uses ``decode_reassignment_request``)."""
+    """Strict: any invalid or impossible entry raises MalformedZnodeError (for tools reading
+    the request back; the controller uses ``decode_reassignment_request``)."""
     request = decode_reassignment_request(data, path)
     if request.invalid:
         raise next(iter(request.invalid.values()))
+    if request.unknown:
+        raise MalformedZnodeError(path, next(iter(request.unknown.values())))
     return request.targets
 
 
