@@ -49,7 +49,7 @@ def initialize_controller_context(ctl: Controller) -> None:
         # Arms the topic data watches too.
         assignments = gateway.get_topic_assignments(ordered[start : start + LOAD_CHUNK])
         process_topic_ids(ctl, assignments)
-        store_assignments(ctl, assignments.values())
+        store_assignments(ctl, assignments.values(), track_reassignments=True)
     ctx.clear_partition_leadership_info()
     ctx.shutting_down_broker_ids.clear()
     # Unreadable and incompatible registrations are watched too: a repair or a re-registration

@@ -61,8 +61,15 @@ def process_topic_ids(ctl: Controller, assignments: Mapping[str, TopicAssignment
 
 
 def store_assignments(
-    ctl: Controller, assignments: Iterable[TopicAssignment]
+    ctl: Controller, assignments: Iterable[TopicAssignment], *, track_reassignments: bool = False
 ) -> list[TopicPartition]:
+    """Record the assignments (adding and removing replicas included, as read).
+
+    ``track_reassignments``: partitions with adding or removing replicas count as being
+    reassigned. Only failover's context load does this (and then resumes them), as Kafka's
+    initializeControllerContext: a topic or partition created with them is not being moved by
+    anyone, and counting it would hold back its deletion with nothing to end the wait.
+    """
     ctx = ctl.context
     stored = []
     for a in assignments:
@@ -70,7 +77,7 @@ def store_assignments(
             tp = TopicPartition(a.topic, partition)
             ra = a.partitions[partition]
             ctx.update_partition_full_replica_assignment(tp, ra)
-            if ra.is_being_reassigned:
+            if track_reassignments and ra.is_being_reassigned:
                 ctx.partitions_being_reassigned.add(tp)
             stored.append(tp)
     return stored

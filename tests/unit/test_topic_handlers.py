@@ -102,6 +102,35 @@ def test_a_repaired_topic_found_leaderless_is_recorded_offline() -> None:
     assert [(r["from_state"], r["result"]) for r in found] == [("NonExistentPartition", "ok")]
 
 
+@pytest.mark.parametrize("how", ["new topic", "new partition"])
+def test_a_partition_created_with_adding_replicas_is_not_being_reassigned(how: str) -> None:
+    # Only failover counts adding/removing replicas read from a topic znode as a reassignment
+    # (and resumes it), as Kafka does. Counted here, nothing drove the "reassignment", and a
+    # deletion of the topic waited for it to end (until a replica's broker restarted).
+    h = ControllerHarness(controller_id=5)
+    for b in (1, 2, 3, 4):
+        h.register_broker(b)
+    h.start()
+    moving = ReplicaAssignment((3, 1, 2), (3,), (2,))
+    partitions = {0: moving} if how == "new topic" else {0: ReplicaAssignment.of([1, 2])}
+    h.admin.create(paths.topic_path("t"), codecs.encode_topic_assignment(
+        TopicAssignment("t", None, partitions)), makepath=True)  # fmt: skip
+    h.drain()
+    if how == "new partition":
+        znode = codecs.decode_topic_assignment("t", h.read(paths.topic_path("t")) or b"")
+        h.admin.set(paths.topic_path("t"), codecs.encode_topic_assignment(
+            TopicAssignment("t", znode.topic_id, {**znode.partitions, 1: moving})))  # fmt: skip
+        h.drain()
+    tp = TopicPartition("t", 0 if how == "new topic" else 1)
+    assert h.ctx.partition_full_replica_assignment(tp) == moving  # kept as read
+    assert h.zk_state(tp) is not None
+    assert h.ctx.partitions_being_reassigned == set()
+    h.admin.create(paths.delete_topic_path("t"), b"", makepath=True)
+    h.drain()
+    assert "t" in h.ctx.topics_with_deletion_started
+    assert h.channel.requests(3, RequestKind.STOP_REPLICA)
+
+
 # -- a topic znode removed by hand ("force delete"), then a topic of the same name ----------
 
 
