@@ -4,6 +4,7 @@ assigned for every topic, without losing what an admin writes meanwhile."""
 from __future__ import annotations
 
 import pytest
+from structlog.testing import capture_logs
 
 from controller.admin import topics as admin_topics
 from controller.channel.sender import RequestKind
@@ -129,6 +130,34 @@ def test_a_partition_created_with_adding_replicas_is_not_being_reassigned(how: s
     h.drain()
     assert "t" in h.ctx.topics_with_deletion_started
     assert h.channel.requests(3, RequestKind.STOP_REPLICA)
+
+
+@pytest.mark.parametrize("at_failover", [False, True])
+def test_a_topic_znode_copying_another_topics_id_is_served_without_it(at_failover: bool) -> None:
+    # A znode copied by hand with another topic's id. Kafka's addTopicId throws: the whole
+    # TopicChange (every new topic in it) or the failover fails. Here the first topic keeps
+    # the id, the copy is logged and served without one, and nothing else is held up.
+    h = ControllerHarness(controller_id=5)
+    for b in (1, 2):
+        h.register_broker(b)
+    if not at_failover:
+        h.start()
+    for topic in ("a", "b", "c"):
+        h.create_topic(topic, {0: [1, 2]}, topic_id=None if topic == "c" else X, in_context=False)
+    with capture_logs() as logs:
+        if at_failover:
+            h.start()
+        h.drain()
+    [conflict] = [e for e in logs if e["event"] == "conflicting topic id"]
+    assert conflict["topic"] == "b" and X in conflict["error"] and "a" in conflict["error"]
+    assert h.ctx.topic_ids["a"] == X and "b" not in h.ctx.topic_ids
+    assert h.ctx.topic_ids["c"] not in (None, X)  # a topic without an id still gets one
+    for topic in ("a", "b", "c"):
+        info = h.zk_state(TopicPartition(topic, 0))
+        assert info is not None and info.leader_and_isr.leader == 1
+    [sent] = [r for r in h.channel.requests(1, RequestKind.LEADER_AND_ISR)
+              if "b" in r.topic_ids()]  # fmt: skip
+    assert sent.topic_ids()["b"] == "" and sent.topic_ids()["a"] == X
 
 
 # -- a topic znode removed by hand ("force delete"), then a topic of the same name ----------
