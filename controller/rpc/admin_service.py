@@ -137,6 +137,14 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         results = []
         for tp in sorted(outcome):
             result = outcome[tp]
+            if (
+                not partitions
+                and isinstance(result, ApiError)
+                and result.error == Errors.ELECTION_NOT_NEEDED
+            ):
+                # As Kafka's KafkaApis: an election over all partitions reports only those
+                # elected or failed, not every partition already led by the right replica.
+                continue
             if isinstance(result, ApiError):
                 results.append(
                     admin_pb2.ElectionResult(
