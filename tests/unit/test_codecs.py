@@ -671,8 +671,8 @@ MALFORMED: list[tuple[str, Decoder, bytes | None, str, str]] = [
         "exceeds MAX_ZNODE_BYTES",
     ),
     # /brokers/topics/T
-    ("topic v4", _topic, b'{"version":4,"partitions":{}}', TOPIC_PATH, "'version'"),
-    ("topic no partitions", _topic, b'{"version":3}', TOPIC_PATH, "'partitions'"),
+    ("topic partitions null", _topic, b'{"version":3,"partitions":null}', TOPIC_PATH,
+     "'partitions'"),
     (
         "negative partition",
         _topic,
@@ -1056,8 +1056,25 @@ def test_default_paths_are_used_when_none_given() -> None:
         codecs.decode_broker(7, b"{}")
     assert info.value.path == "/brokers/ids/7"
     with pytest.raises(MalformedZnodeError) as info:
-        codecs.decode_topic_assignment("orders", b"{}")
+        codecs.decode_topic_assignment("orders", b"[]")
     assert info.value.path == "/brokers/topics/orders"
+
+
+@pytest.mark.parametrize(
+    ("data", "partitions"),
+    [
+        (b'{"partitions":{"0":[1,2]}}', {0: ReplicaAssignment((1, 2))}),
+        (b'{"version":4,"partitions":{"0":[1]}}', {0: ReplicaAssignment((1,))}),
+        (b'{"version":"3","partitions":{"0":[1]}}', {0: ReplicaAssignment((1,))}),
+        (b'{"version":3}', {}),
+        (b"{}", {}),
+    ],
+)
+def test_a_topic_znode_is_read_as_kafka_reads_it(
+    data: bytes, partitions: dict[int, ReplicaAssignment]
+) -> None:
+    # TopicZNode.decode never reads the version; no partitions is an empty assignment.
+    assert codecs.decode_topic_assignment("t", data) == TopicAssignment("t", None, partitions)
 
 
 # Partition states: the fast paths (canonical bytes, no JSON decoder) agree with json exactly.

@@ -251,9 +251,6 @@ BAD_TOPICS = {
     "invalid-json": (b'{"version":3,"partitions":', "invalid JSON"),
     "empty": (b"", "no data"),
     "not-an-object": (b'"t"', "expected a JSON object"),
-    "unknown-version": (topic_doc(version=4), "'version'"),
-    "version-a-string": (topic_doc(version="3"), "'version'"),
-    "missing-partitions": (topic_doc(partitions=None), "'partitions'"),
     "partitions-a-list": (topic_doc(partitions=[[1, 2]]), "'partitions'"),
     "negative-partition": (topic_doc(partitions={"-1": [1]}), "negative partition id"),
     "non-canonical-partition": (topic_doc(partitions={"01": [1]}), "not a non-negative"),
@@ -291,6 +288,39 @@ def test_a_malformed_new_topic_is_skipped_and_the_others_are_created(
     repaired = h.zk_state(TopicPartition("bad", 0))
     assert repaired is not None and repaired.leader_and_isr.leader == 1
     still_serving(h, before)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [topic_doc(version=None), topic_doc(version=4), topic_doc(version="3")],
+    ids=["no-version", "version-4", "version-a-string"],
+)
+def test_a_topic_znode_kafka_reads_without_its_version_is_created(
+    h: ControllerHarness, data: bytes
+) -> None:
+    """Kafka's TopicZNode.decode never reads ``version``: a tool that writes none (or another
+    one) gets its topic created, as against Kafka."""
+    h.admin.create(paths.topic_path("t"), data)
+    h.drain()
+    state = h.zk_state(TopicPartition("t", 0))
+    assert state is not None and state.leader_and_isr.leader == 1
+    assert h.ctx.topic_ids["t"] == "pL9sH1X2QfGkT4a1b2c3dA"
+
+
+def test_a_topic_znode_without_partitions_is_a_topic_without_partitions(
+    h: ControllerHarness,
+) -> None:
+    """As Kafka: no ``partitions`` is an empty assignment, not an error; the partitions are
+    created when a later write lists them."""
+    with capture_logs() as logs:
+        h.admin.create(paths.topic_path("t"), topic_doc(partitions=None))
+        h.drain()
+    assert not errors(logs, paths.topic_path("t"))
+    assert "t" in h.ctx.all_topics and h.zk_state(TopicPartition("t", 0)) is None
+    h.admin.set(paths.topic_path("t"), topic_doc())
+    h.drain()
+    state = h.zk_state(TopicPartition("t", 0))
+    assert state is not None and state.leader_and_isr.leader == 1
 
 
 def test_a_new_topic_the_session_may_not_read_is_logged_and_the_others_are_created(

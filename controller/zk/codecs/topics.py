@@ -107,6 +107,8 @@ def decode_topic_assignment(
 ) -> TopicAssignment:
     """Versions 1-3; missing ``adding_replicas``/``removing_replicas``/``topic_id`` mean none.
 
+    As Kafka's TopicZNode.decode, ``version`` is never read (a tool writing none, or a later
+    one, works as against Kafka) and a missing ``partitions`` is a topic without partitions.
     Like Kafka, the decoder checks types, not reassignment semantics: an empty replica list,
     adding/removing replicas outside ``replicas`` (the reference's own example has one) and
     adding/removing entries for unlisted partitions (ignored) are all accepted.
@@ -117,14 +119,14 @@ def decode_topic_assignment(
         if fast is not None:
             return fast
     obj = load(data, path)
-    version_field(obj, path, (1, 2, 3))
     topic_id = obj.get("topic_id")
     if topic_id is not None and (type(topic_id) is not str or not _TOPIC_ID.fullmatch(topic_id)):
         bad(path, "topic_id", "a 22-character URL-safe base64 Kafka Uuid", topic_id)
     adding = _reassigning(obj, "adding_replicas", path)
     removing = _reassigning(obj, "removing_replicas", path)
     partitions: dict[int, ReplicaAssignment] = {}
-    for key, replicas in typed_field(obj, "partitions", path, dict).items():
+    listed = typed_field(obj, "partitions", path, dict) if "partitions" in obj else {}
+    for key, replicas in listed.items():
         where = f"partitions.{key}"
         p = partition_key(key, path, "partitions")
         rs = broker_ids(replicas, path, where)
