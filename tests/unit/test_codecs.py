@@ -936,13 +936,6 @@ MALFORMED: list[tuple[str, Decoder, bytes | None, str, str]] = [
         paths.log_dir_event_path(7),
         "'broker'",
     ),
-    (
-        "log dir unknown event",
-        _log_dir,
-        b'{"version":1,"broker":3,"event":2}',
-        paths.log_dir_event_path(7),
-        "'event'",
-    ),
     # /config/topics/T
     (
         "config non-string value",
@@ -1298,3 +1291,12 @@ def test_every_admin_notification_and_config_decoder_refuses_an_oversized_payloa
     with pytest.raises(MalformedZnodeError, match="exceeds MAX_ZNODE_BYTES") as info:
         decode(oversized, path)
     assert info.value.path == path
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b'{"version":2,"broker":3,"event":1}', b'{"version":1,"broker":3,"event":7}', b'{"broker":3}'],
+)
+def test_a_log_dir_event_is_read_as_kafka_reads_it(data: bytes) -> None:
+    # LogDirEventNotificationSequenceZNode.decode reads only the broker.
+    assert codecs.decode_log_dir_event(data, paths.log_dir_event_path(7)) == 3

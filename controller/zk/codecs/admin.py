@@ -196,13 +196,9 @@ def encode_log_dir_event(broker_id: int) -> bytes:
 
 
 def decode_log_dir_event(data: bytes | None, path: str) -> int:
-    """The id of the broker with a failed log dir."""
-    obj = load(data, path)
-    version_field(obj, path, (1,))
-    broker = int_field(obj, "broker", path, 0)
-    # Only LogDirFailure exists.
-    int_field(obj, "event", path, LOG_DIR_FAILURE_EVENT, LOG_DIR_FAILURE_EVENT)
-    return broker
+    """The id of the broker with a failed log dir. As Kafka's decoder, only ``broker`` is
+    read: ``version`` and ``event`` are not checked (LogDirFailure is the only event)."""
+    return int_field(load(data, path), "broker", path, 0)
 
 
 # --- /config/changes/config_change_N ---
