@@ -221,7 +221,17 @@ class ZkGateway(AdminZnodes, ClusterZnodes, TopicZnodes):
             raise ControllerMovedError("the controller node vanished during the election")
         latest = self.get_controller_epoch()
         if owner == controller_id and latest is not None and latest[0] == new_epoch:
-            return latest
+            # Ours only if our session holds the node: Kafka's ids are unique (a broker
+            # registers its own), but a second process with this controller id can win the
+            # same race, and taking its win as ours would be two controllers at one epoch.
+            holder = self.get_controller_owner_session()
+            if holder is not None and holder == self.port.session_id:
+                return latest
+            raise ControllerMovedError(
+                f"another process with controller id {controller_id} (ZooKeeper session "
+                f"{hex(holder) if holder is not None else 'gone'}) was elected; two "
+                "controllers must not share an id"
+            )
         raise ControllerMovedError(f"controller {owner} was elected instead of {controller_id}")
 
     def delete_controller(self, epoch_zk_version: int) -> None:

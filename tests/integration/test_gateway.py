@@ -184,6 +184,23 @@ def test_register_controller_when_the_epoch_moves_under_us(
     assert gw.register_controller_and_increment_epoch(1) == (6, 2)
 
 
+def test_a_second_process_with_our_id_winning_the_race_is_not_us(
+    port: InstrumentedPort, other: ZkPort
+) -> None:
+    # Two processes misconfigured with one controller id race an election: the rival wins
+    # between our epoch read and our multi. Its /controller names our id at epoch + 1, which
+    # is what a lost reply of our own multi looks like; only the node's session tells them
+    # apart. Taken as ours, both would act as controller at the same epoch.
+    gw = ZkGateway(port)
+    port.create(paths.CONTROLLER_EPOCH, codecs.encode_controller_epoch(0))
+    port.before("multi", lambda: ZkGateway(other).register_controller_and_increment_epoch(1))
+    with pytest.raises(ControllerMovedError, match="must not share an id"):
+        gw.register_controller_and_increment_epoch(1)
+    stat = port.exists(paths.CONTROLLER)
+    assert stat is not None and stat.ephemeral_owner == other.session_id != port.session_id
+    assert gw.get_controller_epoch() == (1, 1)
+
+
 def test_register_zk_controller_after_kraft(gw: ZkGateway, port: ZkPort, epoch: int) -> None:
     kraft = codecs.encode_controller(3000, 1, version=2, kraft_controller_epoch=42)
     # A migrating KRaft controller's registration: a persistent v2 node and the epoch bumped.
