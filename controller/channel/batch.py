@@ -371,6 +371,12 @@ class ControllerBrokerRequestBatch:
 
         def on_response(response: object) -> None:
             result = convert.parse_stop_replica_response(response)
+            if result.error_code == Errors.STALE_BROKER_EPOCH:
+                # Answered by a newer instance of the broker: its bounce is a BrokerChange,
+                # which fails these replicas and resumes the deletion with the new epoch. As
+                # in Kafka, no event: one queued behind that BrokerChange would fail the
+                # re-sent deletion's replicas and hold the topic back for good.
+                return
             if result.error_code != Errors.NONE:
                 # A request-level error fails every partition of the request (the broker sends
                 # no per-partition errors then); the handler reads the top-level code.

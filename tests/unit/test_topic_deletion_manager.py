@@ -475,12 +475,12 @@ def test_a_partition_missing_from_the_response_is_neither_deleted_nor_failed(
 def test_a_request_level_error_fails_every_partition(h: ControllerHarness) -> None:
     request_deletion(h)
     sent = deletes(h)
-    sent[2].respond(error=Errors.STALE_BROKER_EPOCH)
+    sent[2].respond(error=Errors.UNKNOWN_SERVER_ERROR)
     events = h.pending_events()
     assert [type(e) for e in events] == [TopicDeletionStopReplicaResponseReceived]
     assert dict(events[0].partition_errors) == {  # type: ignore[attr-defined]
-        T0: Errors.STALE_BROKER_EPOCH,
-        T1: Errors.STALE_BROKER_EPOCH,
+        T0: Errors.UNKNOWN_SERVER_ERROR,
+        T1: Errors.UNKNOWN_SERVER_ERROR,
     }
     h.drain()
     assert h.ctx.topics_ineligible_for_deletion == {"t"}
@@ -488,6 +488,37 @@ def test_a_request_level_error_fails_every_partition(h: ControllerHarness) -> No
         PartitionAndReplica(T0, 2),
         PartitionAndReplica(T1, 2),
     }
+
+
+@pytest.mark.parametrize("stale_answer", ["before the bounce", "after the bounce"])
+def test_a_deletion_answered_by_the_restarted_broker_completes(
+    h: ControllerHarness, stale_answer: str
+) -> None:
+    # Broker 2 restarts while its StopReplica(delete) is in flight; the new instance answers
+    # it STALE_BROKER_EPOCH. The BrokerChange fails and re-sends the deletion there. The stale
+    # answer, processed after that, used to fail the re-sent deletion's replicas: the topic
+    # was held back for good (the real answer then met an invalid transition).
+    request_deletion(h)
+    sent = deletes(h)
+    for b in (1, 3):
+        sent[b].respond()
+    h.drain()
+    if stale_answer == "before the bounce":
+        sent[2].respond(error=Errors.STALE_BROKER_EPOCH)
+        h.drain()
+    h.channel.clear()
+    h.kill_broker(2)
+    h.register_broker(2)
+    h.drain()
+    if stale_answer == "after the bounce":
+        sent[2].respond(error=Errors.STALE_BROKER_EPOCH)
+        h.drain()
+    retried = deletes(h)
+    assert set(retried) == {2}
+    retried[2].respond()
+    h.drain()
+    assert topic_gone(h)
+    assert h.ctx.topics_ineligible_for_deletion == set()
 
 
 def test_a_replica_on_a_dead_broker_holds_deletion_until_it_returns(h: ControllerHarness) -> None:
