@@ -312,12 +312,18 @@ class ControllerElection:
         ctl = self.ctl
         gateway = ctl.gateway
         was_ready = ctl.context.epoch != 0
-        for path in (paths.ISR_CHANGE_NOTIFICATION, paths.LOG_DIR_EVENT_NOTIFICATION):
+        # /config/changes too: ours, not Kafka's (its brokers watch config changes).
+        for path in (
+            paths.ISR_CHANGE_NOTIFICATION,
+            paths.LOG_DIR_EVENT_NOTIFICATION,
+            paths.CONFIG_CHANGES,
+        ):
             gateway.unregister_child_handler(path)
         for path in (paths.REASSIGN_PARTITIONS, paths.PREFERRED_REPLICA_ELECTION, paths.FEATURE):
             gateway.unregister_change_handler(path)
-        for broker_id in ctl.context.live_or_shutting_down_broker_ids():
-            gateway.unregister_change_handler(paths.broker_path(broker_id))
+        # Every broker's, not only the live ones': unreadable and incompatible registrations
+        # are watched too (so that a repair brings the broker in).
+        gateway.unregister_change_handlers_under(paths.BROKERS_IDS)
         ctl.scheduler.shutdown()
         gateway.unregister_child_handler(paths.BROKERS_TOPICS)
         for topic in ctl.context.all_topics:

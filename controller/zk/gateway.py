@@ -97,6 +97,10 @@ class ZkGateway(AdminZnodes, ClusterZnodes, TopicZnodes):
     def unregister_change_handler(self, path: str) -> None:
         self.watches.unregister_change(path)
 
+    def unregister_change_handlers_under(self, parent: str) -> None:
+        """``unregister_change_handler`` of every child of ``parent`` that has one."""
+        self.watches.unregister_changes_under(parent)
+
     def register_child_handler(self, handler: ZNodeChildChangeHandler) -> None:
         self.watches.register_child(handler)
 

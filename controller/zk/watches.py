@@ -76,6 +76,13 @@ class WatchRegistry:
             if member is not None:
                 member[0].members.discard(member[1])
 
+    def unregister_changes_under(self, parent: str) -> None:
+        """Unregister every change handler of a child of ``parent``."""
+        prefix = parent.rstrip("/") + "/"
+        with self._lock:
+            for path in [p for p in self._change if p.startswith(prefix)]:
+                del self._change[path]
+
     def register_children_data(
         self, handler: ChildrenDataChangeHandler, names: Iterable[str]
     ) -> None:

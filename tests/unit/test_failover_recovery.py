@@ -217,3 +217,33 @@ def test_a_controller_node_gone_before_its_watch_is_re_armed_is_still_an_electio
     assert h.controller.is_active, "nobody holds /controller and the standby did not run"
     assert codecs.decode_controller(h.read(paths.CONTROLLER)) == 1
     h.close()
+
+
+def test_a_resigned_controller_keeps_no_broker_or_config_change_watch() -> None:
+    # A controller that resigns with its session alive watches only /controller: its broker
+    # modification handlers go, also those of an unreadable registration (watched so that a
+    # repair brings the broker in), and so does the /config/changes child handler. Left
+    # registered, their watches kept queueing events a standby ignores.
+    a = ControllerHarness(controller_id=1)
+    b = ControllerHarness(controller_id=2, zk=a.zk)
+    a.register_broker(11)
+    broker12 = a.zk.open_session()
+    broker12.create(paths.broker_path(12), b"{not json", ephemeral=True)
+    a.start()
+    b.start()
+    watches = a.gateway.watches
+    assert watches.has_change(paths.broker_path(12)) and watches.has_child(paths.CONFIG_CHANGES)
+    a.admin.delete(paths.CONTROLLER)  # b takes over; a resigns
+    b.drain()
+    a.drain()
+    assert b.controller.is_active and not a.controller.is_active
+    for path in (paths.broker_path(11), paths.broker_path(12)):
+        assert not watches.has_change(path), path
+    assert not watches.has_child(paths.CONFIG_CHANGES)
+    broker12.set(paths.broker_path(12), b"{still not json")
+    a.admin.create(
+        f"{paths.CONFIG_CHANGES}/config_change_0000000000",
+        codecs.encode_config_change("topics", "x"),
+        makepath=True,
+    )
+    assert a.pending_events() == []
