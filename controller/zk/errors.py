@@ -59,6 +59,14 @@ class NoAuthError(ZkError):
     code = "NOAUTH"
 
 
+class RequestTooLargeError(ZkError):
+    """A write refused before it was sent: larger than ZooKeeper's default jute.maxbuffer.
+    The server would drop the connection, and the port, resending on connection loss, would
+    retry it for as long as the session lives (not a ZooKeeper code: ours)."""
+
+    code = "REQUESTTOOLARGE"
+
+
 class ControllerMovedError(Exception):
     """A fenced write failed its ``/controller_epoch`` check: another controller was elected.
 

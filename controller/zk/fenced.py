@@ -18,7 +18,13 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
 from controller.zk import paths
-from controller.zk.errors import BadVersionError, ControllerMovedError, RolledBackError, ZkError
+from controller.zk.errors import (
+    BadVersionError,
+    ControllerMovedError,
+    RequestTooLargeError,
+    RolledBackError,
+    ZkError,
+)
 from controller.zk.port import Check, Create, Op, OpResult, SetData, ZkPort
 
 K = TypeVar("K", bound=Hashable)
@@ -35,6 +41,10 @@ DEFAULT_OPS_PER_MULTI = 500
 # Half the limit leaves room for the framing this estimate leaves out.
 DEFAULT_BYTES_PER_MULTI = 512 * 1024
 _OP_OVERHEAD = 32  # per-op framing: multi header, op type, version, flags, ACL
+# One item's ops share a multi, so an item larger than this can never be sent: default
+# jute.maxbuffer (1 MiB - 1) less room for the check op and framing the estimate leaves out.
+# The codecs refuse to read a znode over 1 MiB anyway (MAX_ZNODE_BYTES).
+MAX_ITEM_BYTES = 1024 * 1024 - 4096
 
 
 def op_size(op: Op) -> int:
@@ -65,8 +75,19 @@ class FencedWriter:
         ``ZkError`` of the op that failed (its other ops were not applied).
         """
         results: dict[K, list[OpResult] | ZkError] = {}
+        first: list[tuple[K, list[Op]]] = []
+        for key, ops in items.items():
+            size = sum(op_size(op) for op in ops)
+            if size > MAX_ITEM_BYTES:
+                # Sent, it would be resent for ever (see RequestTooLargeError): fail it alone.
+                results[key] = RequestTooLargeError(
+                    f"a write of ~{size} bytes to {ops[0].path} is larger than ZooKeeper's "
+                    f"default jute.maxbuffer allows ({MAX_ITEM_BYTES} bytes here); not sent",
+                    path=ops[0].path,
+                )
+            elif ops:
+                first.append((key, list(ops)))
         # Groups of items, each packed into multis of its own (the halves of a failed batch).
-        first = [(key, list(ops)) for key, ops in items.items() if ops]
         groups = [first] if first else []
         while groups:
             batches = [batch for group in groups for batch in self._pack(group)]
@@ -86,8 +107,8 @@ class FencedWriter:
     def _pack(self, items: list[tuple[K, list[Op]]]) -> list[list[tuple[K, list[Op]]]]:
         """Consecutive items per multi, within both the op and the byte budget.
 
-        An item over a budget on its own still gets a multi of its own: its ops must be
-        atomic, and the server is the judge of what it accepts.
+        An item over a budget on its own (but within MAX_ITEM_BYTES) still gets a multi of
+        its own: its ops must be atomic.
         """
         batches: list[list[tuple[K, list[Op]]]] = []
         current: list[tuple[K, list[Op]]] = []

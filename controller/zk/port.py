@@ -22,7 +22,11 @@ Consistency by operation (in the spirit of Patroni's DCS interface):
 All methods raise ``ConnectionLossError`` / ``SessionExpiredError`` when ZooKeeper cannot be
 reached within the port's retry deadline. After a ``ConnectionLossError`` a write's outcome is
 unknown; and a write resent after a connection loss may report ``NodeExistsError`` /
-``BadVersionError`` for its own first attempt (Kafka's ``CheckedEphemeral`` handles this).
+``BadVersionError`` / ``NoNodeError`` for its own first attempt (Kafka's ``CheckedEphemeral``
+handles this), and a sequential create resent may create a second node: callers recognise
+their own committed writes (see ``ZkGateway.update_leader_and_isr``) or tolerate duplicates.
+A request larger than the server's jute.maxbuffer makes it drop the connection, and a resent
+one never succeeds: fenced writes refuse such an item unsent (``RequestTooLargeError``).
 
 Watch callbacks and session listeners run on a client thread (kazoo's) or the in-memory
 dispatcher: they must only enqueue work, never block or call back into ZooKeeper synchronously.

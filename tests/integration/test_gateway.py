@@ -34,6 +34,7 @@ from controller.zk.errors import (
     MalformedZnodeError,
     NodeExistsError,
     NoNodeError,
+    RequestTooLargeError,
 )
 from controller.zk.fenced import DEFAULT_OPS_PER_MULTI
 from controller.zk.gateway import ZkGateway
@@ -797,5 +798,26 @@ def test_a_notification_naming_a_lone_surrogate_is_malformed_and_the_session_liv
         with pytest.raises(ValueError, match="znode name"):
             gw.get_topic_configs(["a\ud800"])
         assert port.exists(paths.CONFIG_CHANGES) is not None  # the session still serves
+    finally:
+        port.stop()
+
+
+def test_a_fenced_write_too_large_for_zookeeper_fails_at_once(zk_connect: str) -> None:
+    # A topic znode the admin accepts (< 1 MB) can outgrow jute.maxbuffer with every
+    # partition's adding and removing replicas. Sent, ZooKeeper dropped the connection and the
+    # controller's port (retrying until its session expires) resent it for ever: the event
+    # thread hung and the session flapped. It is refused before it is sent.
+    port = KazooPort(zk_connect, session_timeout=10.0, retry_until_expired=True)
+    port.start(timeout=15)
+    try:
+        port.create(paths.CONTROLLER_EPOCH, codecs.encode_controller_epoch(1))
+        moving = TopicAssignment("big", None, {
+            p: ReplicaAssignment((1, 2, 3, 4, 5, 6), (4, 5, 6), (1, 2, 3)) for p in range(30000)
+        })  # fmt: skip
+        gw = ZkGateway(port)
+        with pytest.raises(RequestTooLargeError, match=r"jute\.maxbuffer"):
+            gw.set_topic_assignment(moving, 0)
+        assert port.exists(paths.topic_path("big")) is None
+        assert port.session_id is not None  # no connection was dropped meanwhile
     finally:
         port.stop()

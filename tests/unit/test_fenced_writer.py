@@ -9,8 +9,13 @@ from collections.abc import Sequence
 import pytest
 
 from controller.zk import codecs, paths
-from controller.zk.errors import BadVersionError, ControllerMovedError
-from controller.zk.fenced import FencedWriter
+from controller.zk.errors import (
+    BadVersionError,
+    ControllerMovedError,
+    RequestTooLargeError,
+    ZkError,
+)
+from controller.zk.fenced import MAX_ITEM_BYTES, FencedWriter
 from controller.zk.memory import MemoryZooKeeper
 from controller.zk.port import Op, OpResult, SetData, ZkPort
 
@@ -83,3 +88,23 @@ def test_a_moved_epoch_fails_the_whole_run() -> None:
     with pytest.raises(ControllerMovedError):
         FencedWriter(session).run(_writes(3), epoch_version)
     assert all(session.get(f"/x/n{i}")[0] == b"v0" for i in range(3))
+
+
+def test_an_item_larger_than_a_request_may_be_is_refused_unsent() -> None:
+    # Sent, it would make ZooKeeper drop the connection, and the port (resending on
+    # connection loss for as long as the session lives) would hang the event thread.
+    session, epoch_version = _nodes(3)
+    port = CountingPort(session)
+    writes = _writes(3)
+    writes[1] = [SetData("/x/n1", b"x" * MAX_ITEM_BYTES, 0)]
+    results = FencedWriter(port).run(writes, epoch_version)  # type: ignore[arg-type]
+    refused = results[1]
+    assert isinstance(refused, RequestTooLargeError) and refused.path == "/x/n1"
+    assert "jute.maxbuffer" in str(refused)
+    assert session.get("/x/n1")[0] == b"v0"
+    # The others are written, in one round.
+    assert [session.get(f"/x/n{i}")[0] for i in (0, 2)] == [b"v1", b"v1"]
+    assert port.rounds == 1
+    # The largest item that fits is still sent.
+    fits = [SetData("/x/n1", b"x" * (MAX_ITEM_BYTES - 100), 0)]
+    assert not isinstance(FencedWriter(port).run_one(fits, epoch_version), ZkError)

@@ -30,7 +30,7 @@ from controller.core.model import (
     TopicPartition,
 )
 from controller.core.reassignment import maybe_build_reassignment, validate_replicas
-from controller.zk import codecs, paths
+from controller.zk import codecs, fenced, paths
 from tests.harness import ControllerHarness
 
 T0 = TopicPartition("t", 0)
@@ -521,3 +521,23 @@ def test_after_the_controller_rewrites_the_znode_a_new_request_is_still_seen() -
     h.admin.create(paths.REASSIGN_PARTITIONS, codecs.encode_reassignment({u0: (2,)}))
     h.drain()
     assert h.ctx.partition_full_replica_assignment(u0).target_replicas == (2,)
+
+
+def test_a_topic_znode_grown_past_a_request_fails_the_step_and_writes_nothing(
+    h6: ControllerHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The real limit is ~1 MiB (a topic of ~20K partitions all moving); a small one here. The
+    # write is refused unsent: the partition's reassignment fails with the reason, nothing
+    # is written, and the controller carries on (sent, the write hung the event thread).
+    h = h6
+    before = h.read(paths.topic_path("t"))
+    assert before is not None
+    monkeypatch.setattr(fenced, "MAX_ITEM_BYTES", len(before) + 10)
+    result = reassign(h, {T0: (4, 5, 6)})
+    assert result[T0] is not None and result[T0].error is Errors.UNKNOWN_SERVER_ERROR
+    assert "jute.maxbuffer" in str(result[T0])
+    assert h.read(paths.topic_path("t")) == before
+    assert state(h)[2] == 0  # no new leader epoch
+    assert h.controller.is_active
+    monkeypatch.undo()
+    assert reassign(h, {T0: (4, 5, 6)}) == {T0: None}
