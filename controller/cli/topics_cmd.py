@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
+from controller.admin import configs as configs_admin
 from controller.admin import topics as admin
 from controller.admin.assignment import (
     AdminError,
@@ -183,6 +184,7 @@ def register(subparsers: Any) -> None:
         "--topic", metavar="REGEX", help="only topics whose whole name matches (Kafka's --topic)"
     )
     listing.add_argument("--json", action="store_true", help="print JSON")
+    _add_exclude_internal(listing)
     listing.set_defaults(func=list_command)
 
     describe = actions.add_parser("describe", help="describe topics and their partitions")
@@ -203,6 +205,29 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="only partitions without a leader, or whose leader is not registered",
     )
+    only.add_argument(
+        "--under-min-isr-partitions",
+        action="store_true",
+        help="only partitions whose ISR is smaller than min.insync.replicas, or without a "
+        "leader (the topic's override, else /config/brokers/<default>'s, else 1: a value set "
+        "only in brokers' server.properties cannot be seen from ZooKeeper)",
+    )
+    only.add_argument(
+        "--at-min-isr-partitions",
+        action="store_true",
+        help="only partitions whose ISR size equals min.insync.replicas (as above)",
+    )
+    only.add_argument(
+        "--topics-with-overrides",
+        action="store_true",
+        help="only the topic lines of topics with config overrides",
+    )
+    describe.add_argument(
+        "--if-exists",
+        action="store_true",
+        help="describe only the topics that exist; none: print nothing and succeed",
+    )
+    _add_exclude_internal(describe)
     describe.add_argument("--json", action="store_true", help="print JSON")
     describe.set_defaults(func=describe_command)
 
@@ -230,6 +255,14 @@ def register(subparsers: Any) -> None:
 
     for action in (create, listing, describe, alter, delete):
         add_connection_arguments(action)
+
+
+def _add_exclude_internal(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--exclude-internal",
+        action="store_true",
+        help=f"leave out Kafka's internal topics ({', '.join(sorted(admin.INTERNAL_TOPICS))})",
+    )
 
 
 def _add_topic_name(parser: argparse.ArgumentParser) -> None:
@@ -296,7 +329,8 @@ def create_command(args: argparse.Namespace) -> int:
                 replica_assignment=assignment, configs=_configs(args.config),
                 rack_aware_mode=_rack_mode(args),
             )  # fmt: skip
-        except admin.TopicExistsError:
+        except (admin.TopicExistsError, admin.TopicMarkedForDeletionError):
+            # A topic still being deleted exists too, for Kafka's --if-not-exists.
             if args.if_not_exists:
                 return 0
             raise
@@ -311,6 +345,8 @@ def create_command(args: argparse.Namespace) -> int:
 def list_command(args: argparse.Namespace) -> int:
     def action(port: ZkPort) -> int:
         listing = admin.list_topics(port)
+        if args.exclude_internal:
+            listing = [t for t in listing if t.name not in admin.INTERNAL_TOPICS]
         if args.topic is not None:
             pattern = topic_pattern(args.topic)
             listing = [t for t in listing if pattern.fullmatch(t.name)]
@@ -324,26 +360,71 @@ def list_command(args: argparse.Namespace) -> int:
     return run_admin(args, action)
 
 
-def _wanted(args: argparse.Namespace, p: admin.PartitionDescription) -> bool:
+def _wanted(args: argparse.Namespace, p: admin.PartitionDescription, min_isr: int) -> bool:
+    """Whether a partition line is printed (Kafka's DescribeOptions): ``min_isr`` is its
+    topic's min.insync.replicas."""
+    if args.topics_with_overrides:
+        return False
     if args.under_replicated_partitions:
         return p.under_replicated
     if args.unavailable_partitions:
         return p.unavailable
+    if args.under_min_isr_partitions:
+        return p.unavailable or len(p.isr) < min_isr
+    if args.at_min_isr_partitions:
+        return len(p.isr) == min_isr
     return True
 
 
+def _min_isr(configs: dict[str, str], default: int) -> int:
+    value = configs.get("min.insync.replicas", "")
+    return int(value) if value.isdigit() else default
+
+
+def _cluster_min_isr(port: ZkPort) -> int:
+    """min.insync.replicas of /config/brokers/<default>, else Kafka's default (1)."""
+    return _min_isr(configs_admin.describe_broker_default_config(port).config, 1)
+
+
+def _names_to_describe(port: ZkPort, args: argparse.Namespace) -> list[str] | None:
+    """The topics ``describe`` asks for: NAMEs and --topic's matches, or None for every
+    topic; an empty list when --if-exists or --exclude-internal left none of them."""
+    names = list(args.names)
+    if args.topic is None and not args.exclude_internal and not args.if_exists:
+        return names or None
+    listed = [t.name for t in admin.list_topics(port)]
+    if args.exclude_internal:
+        listed = [n for n in listed if n not in admin.INTERNAL_TOPICS]
+        names = [n for n in names if n not in admin.INTERNAL_TOPICS]
+    if args.if_exists:
+        names = [n for n in names if n in listed]
+    if args.topic is not None:
+        pattern = topic_pattern(args.topic)
+        matched = [n for n in listed if pattern.fullmatch(n)]
+        if not matched and not args.if_exists:
+            raise AdminError(f"Topic '{args.topic}' does not exist as expected")
+        names += [n for n in matched if n not in names]
+    if names or args.names or args.topic is not None:
+        return names
+    return listed if args.exclude_internal else None
+
+
 def describe_command(args: argparse.Namespace) -> int:
-    filtering = args.under_replicated_partitions or args.unavailable_partitions
+    filtering = (
+        args.under_replicated_partitions
+        or args.unavailable_partitions
+        or args.under_min_isr_partitions
+        or args.at_min_isr_partitions
+    )
 
     def action(port: ZkPort) -> int:
-        names = list(args.names)
-        if args.topic is not None:
-            pattern = topic_pattern(args.topic)
-            matched = [t.name for t in admin.list_topics(port) if pattern.fullmatch(t.name)]
-            if not matched:
-                raise AdminError(f"Topic '{args.topic}' does not exist as expected")
-            names += [n for n in matched if n not in names]
-        descriptions = admin.describe_topics(port, names or None)
+        names = _names_to_describe(port, args)
+        if names == []:
+            return 0  # --if-exists / --exclude-internal left nothing of what was asked for
+        descriptions = admin.describe_topics(port, names)
+        by_min_isr = args.under_min_isr_partitions or args.at_min_isr_partitions
+        default_min_isr = _cluster_min_isr(port) if by_min_isr else 1
+        min_isr = {t.name: _min_isr(t.configs, default_min_isr) for t in descriptions}
         errors = [f"topic {t.name}: {t.error}" for t in descriptions if t.error]
         errors += [
             f"topic {t.name}: configs unreadable: {t.config_error}"
@@ -356,14 +437,20 @@ def describe_command(args: argparse.Namespace) -> int:
             for p in t.partitions
             if p.state_error
         ]
+        if args.topics_with_overrides:
+            descriptions = [t for t in descriptions if t.configs or t.error or t.config_error]
         if args.json:
-            print(json.dumps({"topics": [_topic_json(t, args) for t in descriptions]}))
+            print(
+                json.dumps(
+                    {"topics": [_topic_json(t, args, min_isr[t.name]) for t in descriptions]}
+                )
+            )
         else:
             for t in descriptions:
                 if not filtering and not t.error:
                     print(_topic_line(t))
                 for p in t.partitions:
-                    if _wanted(args, p):
+                    if _wanted(args, p, min_isr[t.name]):
                         print(_partition_line(t, p))
         for error in errors:
             fail(error)
@@ -394,7 +481,9 @@ def _partition_line(t: admin.TopicDescription, p: admin.PartitionDescription) ->
     return line + ("\tMarkedForDeletion: true" if t.marked_for_deletion else "")
 
 
-def _topic_json(t: admin.TopicDescription, args: argparse.Namespace) -> dict[str, Any]:
+def _topic_json(
+    t: admin.TopicDescription, args: argparse.Namespace, min_isr: int
+) -> dict[str, Any]:
     partitions = [
         {
             "partition": p.partition,
@@ -414,7 +503,7 @@ def _topic_json(t: admin.TopicDescription, args: argparse.Namespace) -> dict[str
             "state_error": p.state_error,
         }
         for p in t.partitions
-        if _wanted(args, p)
+        if _wanted(args, p, min_isr)
     ]
     return {
         "name": t.name,

@@ -582,6 +582,59 @@ def test_cli_takes_kafkas_topic_option(zk_connect: str, port: KazooPort) -> None
                    "two topic names given")  # fmt: skip
 
 
+def test_cli_describe_takes_kafkas_report_options(zk_connect: str, port: KazooPort) -> None:
+    """kafka-topics.sh's --under-min-isr-partitions, --at-min-isr-partitions,
+    --topics-with-overrides, --exclude-internal and --if-exists (Kafka's DescribeOptions)."""
+    brokers(port, 1, 2, 3)
+    zk = ["--zookeeper", zk_connect]
+    for name, config in (("a", []), ("b", ["--config", "min.insync.replicas=3"]),
+                         ("__consumer_offsets", [])):  # fmt: skip
+        r = cli("topics", "create", name, "--replica-assignment", "1:2:3,2:3:1,3:1:2", *config,
+                *zk)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+    state = {"controller_epoch": 1, "version": 1, "leader_epoch": 0}
+    for topic in ("a", "b", "__consumer_offsets"):
+        write_state(port, topic, 0, {**state, "leader": 1, "isr": [1, 2, 3]})
+        write_state(port, topic, 1, {**state, "leader": 2, "isr": [2]})
+        write_state(port, topic, 2, {**state, "leader": -1, "isr": [3]})
+
+    def partitions(*args: str) -> list[str]:
+        r = cli("topics", "describe", *args, *zk)
+        assert r.returncode == 0, r.stderr
+        return [":".join(part.split(": ")[1] for part in line.split("\t")[1:3])
+                for line in r.stdout.splitlines()]  # fmt: skip
+
+    # min.insync.replicas: b's override (3); else Kafka's default, 1.
+    assert partitions("--under-min-isr-partitions", "--exclude-internal") == [
+        "a:2", "b:1", "b:2"]  # fmt: skip
+    assert partitions("--at-min-isr-partitions", "--topic", "a|b") == ["a:1", "a:2", "b:0"]
+    # ... or the cluster default in /config/brokers/<default>.
+    port.create(paths.BROKER_DEFAULT_CONFIG,
+                b'{"version":1,"config":{"min.insync.replicas":"2"}}', makepath=True)  # fmt: skip
+    assert partitions("--under-min-isr-partitions", "a") == ["a:1", "a:2"]
+    assert partitions("--at-min-isr-partitions", "a") == []
+    r = cli("topics", "describe", "--topics-with-overrides", *zk)
+    assert [line.split("\t")[0] for line in r.stdout.splitlines()] == ["Topic: b"]
+    assert "Configs: min.insync.replicas=3" in r.stdout
+    listed = cli("topics", "list", "--exclude-internal", *zk).stdout
+    assert listed == "a\nb\n"
+    r = cli("topics", "describe", "--exclude-internal", *zk)
+    topic_lines = [line.split("\t")[0] for line in r.stdout.splitlines() if line[:1] != "\t"]
+    assert topic_lines == ["Topic: a", "Topic: b"]
+    assert "__consumer_offsets" not in r.stdout
+    # --if-exists: absent topics are no error.
+    r = cli("topics", "describe", "--topic", "nope", "--if-exists", *zk)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    r = cli("topics", "describe", "nope", "a", "--if-exists", *zk)
+    assert r.returncode == 0 and r.stdout.startswith("Topic: a\t")
+    # A topic still being deleted exists, for --if-not-exists as for Kafka's.
+    cli("topics", "delete", "a", *zk)
+    r = cli("topics", "create", "a", "--replica-assignment", "1", "--if-not-exists", *zk)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    one_error_line(cli("topics", "create", "a", "--replica-assignment", "1", *zk),
+                   "marked for deletion")  # fmt: skip
+
+
 def test_cli_errors_are_one_line_and_change_nothing(zk_connect: str, port: KazooPort) -> None:
     brokers(port, 1, 2)
     zk = ["--zookeeper", zk_connect]
