@@ -41,7 +41,9 @@ ANY_LOG_DIR = "any"
 INT32_MAX = 2**31 - 1
 EXISTING_REASSIGNMENT_MESSAGE = (
     "Cannot execute because there is an existing partition assignment.  Use --additional to "
-    "override this and create a new partition assignment in addition to the existing one."
+    "override this and create a new partition assignment in addition to the existing one. The "
+    "--additional flag can also be used to change the throttle by resubmitting the current "
+    "reassignment."
 )
 
 

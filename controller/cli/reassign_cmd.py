@@ -424,6 +424,8 @@ def cancel_command(args: argparse.Namespace) -> int:
                   f"{_partition_list(active)}")  # fmt: skip
         else:
             print("None of the specified partition reassignments are active.")
+        # Kafka's next line reports log-dir moves; there are none through this controller.
+        print("None of the specified partition moves are active.")
         if not args.preserve_throttles:
             _clear_throttles(port, plan)
         return 0

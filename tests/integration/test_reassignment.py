@@ -605,6 +605,7 @@ def test_cli_execute_via_zookeeper_and_cancel(cluster: Cluster, tmp_path: Path):
     again = cli("reassign", "execute", "--reassignment-json-file", plan, zk=zk)
     assert again.returncode == 1
     assert "existing partition assignment" in again.stderr
+    assert "can also be used to change the throttle" in again.stderr
     # Through ZooKeeper too, and refused before any throttle is written.
     again = cli("reassign", "execute", "--reassignment-json-file", plan, "--via-zookeeper",
                 "--throttle", "100", zk=zk)  # fmt: skip
@@ -615,6 +616,7 @@ def test_cli_execute_via_zookeeper_and_cancel(cluster: Cluster, tmp_path: Path):
     assert cancelled.returncode == 0, cancelled.stderr
     assert cancelled.stdout.splitlines() == [
         "Successfully cancelled partition reassignment for: t-0",
+        "None of the specified partition moves are active.",  # Kafka's log-dir moves line
         # Kafka's cancel clears the throttles (none here) unless --preserve-throttles.
         "Clearing broker-level throttles on brokers 1,2,3",
         "Clearing topic-level throttles on topic t",
@@ -672,7 +674,10 @@ def test_cli_throttle_is_set_by_execute_kept_while_moving_and_cleared_by_verify(
     ]
     kept = cli("reassign", "cancel", "--reassignment-json-file", plan, "--preserve-throttles",
                zk=zk)  # fmt: skip
-    assert kept.stdout.splitlines() == ["Successfully cancelled partition reassignment for: t-0"]
+    assert kept.stdout.splitlines() == [
+        "Successfully cancelled partition reassignment for: t-0",
+        "None of the specified partition moves are active.",
+    ]
     wait_topic(cluster, adding_replicas={}, removing_replicas={})
     assert config_of(cluster, "topics", "t") == throttled
 
