@@ -461,16 +461,17 @@ def add_partitions(
 def delete_topic(port: ZkPort, name: str) -> None:
     """Kafka's ``deleteTopic``: create ``/admin/delete_topics/T`` for the controller."""
     topic_path = _existing_topic_path(name)
+    marker = paths.delete_topic_path(name)
+    # Read first, as Kafka's tool does: a topic gone only by the time of the multi was
+    # deleted meanwhile, e.g. by the controller acting on our own marker (its create
+    # committed and the reply was lost; the resend then finds the topic gone). Existence is
+    # checked before the internal-topic rule, in Kafka's order.
+    if port.exists(topic_path) is None:
+        raise UnknownTopicError(f"topic '{name}' to delete does not exist")
     if name in INTERNAL_TOPICS:
         raise InvalidRequestError(
             f"topic {name} is a Kafka internal topic and is not allowed to be marked for deletion"
         )
-    marker = paths.delete_topic_path(name)
-    # Read first, as Kafka's tool does: a topic gone only by the time of the multi was
-    # deleted meanwhile, e.g. by the controller acting on our own marker (its create
-    # committed and the reply was lost; the resend then finds the topic gone).
-    if port.exists(topic_path) is None:
-        raise UnknownTopicError(f"topic '{name}' to delete does not exist")
     seen: set[str] = set()
     # Check(version -1) fails with NONODE if the topic is gone: existence and marker are atomic.
     ops: list[Op] = [Check(topic_path, -1), *missing_parents(port, marker, seen), Create(marker)]

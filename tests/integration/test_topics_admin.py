@@ -26,7 +26,7 @@ from controller.admin.assignment import (
     RackAwareMode,
 )
 from controller.admin.client import AdminConnectError, admin_session
-from controller.core.model import TopicPartition
+from controller.core.model import TopicAssignment, TopicPartition
 from controller.zk import codecs, paths
 from controller.zk.kazoo_port import KazooPort
 from tests.integration.admin_support import brokers, cli, one_error_line, snapshot
@@ -461,6 +461,11 @@ def test_delete_topic_creates_the_marker(port: KazooPort) -> None:
             lambda: admin.delete_topic(port, "t"))  # fmt: skip
     refused(port, admin.UnknownTopicError, "'nope' to delete does not exist",
             lambda: admin.delete_topic(port, "nope"))  # fmt: skip
+    # Existence first, then the internal-topic rule (Kafka's order).
+    refused(port, admin.UnknownTopicError, "'__transaction_state' to delete does not exist",
+            lambda: admin.delete_topic(port, "__transaction_state"))  # fmt: skip
+    port.create(paths.topic_path("__transaction_state"), codecs.encode_topic_assignment(
+        TopicAssignment("__transaction_state", None, {})))  # fmt: skip
     refused(port, admin.InvalidRequestError, "internal topic",
             lambda: admin.delete_topic(port, "__transaction_state"))  # fmt: skip
     refused(port, admin.InvalidTopicError, "cannot be used as a znode name",
