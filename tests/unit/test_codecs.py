@@ -1166,6 +1166,14 @@ def test_topic_fast_path_repeated_partition_key_as_json() -> None:
     assert codecs.decode_topic_assignment("t", data).partitions == {0: ReplicaAssignment((2,))}
 
 
+def _after_a_valid_entry(entry: str) -> bytes:
+    """A reassignment request: t-0 to [4, 5], then ``entry``."""
+    return (
+        '{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,5]},'
+        f"{entry}]}}"
+    ).encode()
+
+
 class TestReassignmentRequestEntryByEntry:
     """What the controller reads: a partition's bad entry makes that partition invalid,
     whatever is wrong with it; what names no partition, or Kafka's mapper refuses, refuses
@@ -1182,10 +1190,7 @@ class TestReassignmentRequestEntryByEntry:
         ],
     )
     def test_a_bad_target_fails_its_partition_only(self, replicas: str, problem: str) -> None:
-        data = (
-            '{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,5]},'
-            f'{{"topic":"u","partition":1,"replicas":{replicas}}}]}}'
-        ).encode()
+        data = _after_a_valid_entry(f'{{"topic":"u","partition":1,"replicas":{replicas}}}')
         request = codecs.decode_reassignment_request(data)
         assert request.targets == {TopicPartition("t", 0): (4, 5)}
         [(tp, error)] = request.invalid.items()
@@ -1223,10 +1228,7 @@ class TestReassignmentRequestEntryByEntry:
     ) -> None:
         # Kafka's mapper binds it (a string and an int); the controller finds no such
         # partition and fails that entry only.
-        data = (
-            '{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,5]},'
-            f'{entry},"replicas":[4,5]}}]}}'
-        ).encode()
+        data = _after_a_valid_entry(f'{entry},"replicas":[4,5]}}')
         request = codecs.decode_reassignment_request(data)
         assert request.targets == {TopicPartition("t", 0): (4, 5)}
         assert request.invalid == {}
