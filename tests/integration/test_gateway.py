@@ -712,7 +712,7 @@ def test_malformed_znodes_are_reported_per_item(gw: ZkGateway, port: ZkPort) -> 
         paths.ISR_CHANGE_CREATE_PATH, codecs.encode_isr_change_notification([TP10]), sequential=True
     )
     port.create(
-        paths.LOG_DIR_EVENT_CREATE_PATH, b'{"version":1,"broker":3,"event":2}', sequential=True
+        paths.LOG_DIR_EVENT_CREATE_PATH, b'{"version":1,"broker":"3","event":1}', sequential=True
     )
     port.create(paths.LOG_DIR_EVENT_CREATE_PATH, codecs.encode_log_dir_event(4), sequential=True)
     isr_names = gw.get_all_isr_change_notifications()
