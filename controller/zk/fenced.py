@@ -76,8 +76,10 @@ class FencedWriter:
         """
         results: dict[K, list[OpResult] | ZkError] = {}
         first: list[tuple[K, list[Op]]] = []
+        # Each item's size once: _pack needs it again in every round.
+        sizes: dict[K, int] = {}
         for key, ops in items.items():
-            size = sum(op_size(op) for op in ops)
+            size = sizes[key] = sum(op_size(op) for op in ops)
             if size > MAX_ITEM_BYTES:
                 # Sent, it would be resent for ever (see RequestTooLargeError): fail it alone.
                 results[key] = RequestTooLargeError(
@@ -90,7 +92,7 @@ class FencedWriter:
         # Groups of items, each packed into multis of its own (the halves of a failed batch).
         groups = [first] if first else []
         while groups:
-            batches = [batch for group in groups for batch in self._pack(group)]
+            batches = [batch for group in groups for batch in self._pack(group, sizes)]
             outcomes = self._port.multi_many(
                 [self._with_check(batch, epoch_zk_version) for batch in batches]
             )
@@ -104,8 +106,11 @@ class FencedWriter:
     def run_one(self, ops: Sequence[Op], epoch_zk_version: int) -> list[OpResult] | ZkError:
         return self.run({0: ops}, epoch_zk_version)[0]
 
-    def _pack(self, items: list[tuple[K, list[Op]]]) -> list[list[tuple[K, list[Op]]]]:
-        """Consecutive items per multi, within both the op and the byte budget.
+    def _pack(
+        self, items: list[tuple[K, list[Op]]], sizes: Mapping[K, int]
+    ) -> list[list[tuple[K, list[Op]]]]:
+        """Consecutive items per multi, within both the op and the byte budget (``sizes``:
+        each item's ``op_size`` total).
 
         An item over a budget on its own (but within MAX_ITEM_BYTES) still gets a multi of
         its own: its ops must be atomic.
@@ -114,7 +119,7 @@ class FencedWriter:
         current: list[tuple[K, list[Op]]] = []
         count = size = 0
         for key, ops in items:
-            item_size = sum(op_size(op) for op in ops)
+            item_size = sizes[key]
             if current and (
                 count + len(ops) > self._ops_per_multi or size + item_size > self._bytes_per_multi
             ):

@@ -77,7 +77,8 @@ class WatchRegistry:
                 member[0].members.discard(member[1])
 
     def unregister_changes_under(self, parent: str) -> None:
-        """Unregister every change handler of a child of ``parent``."""
+        """Unregister every handler ``register_change`` holds for a child of ``parent``
+        (members of a ``ChildrenDataChangeHandler`` stay: none live under /brokers/ids)."""
         prefix = parent.rstrip("/") + "/"
         with self._lock:
             for path in [p for p in self._change if p.startswith(prefix)]:
