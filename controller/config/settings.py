@@ -72,6 +72,19 @@ class Setting:
         ``textual`` values (environment, flags) are strings to parse; file values must already
         have the right TOML type, so ``timeout = "30"`` is reported rather than guessed at.
         """
+        if self.secret:
+            try:
+                return self._coerce(raw, textual=textual)
+            except ValueError:
+                # The reasons below quote the value; a secret's must not reach a terminal or
+                # a log through --validate-config or a start-up error.
+                raise ValueError(
+                    f"not a valid {self.kind.name.lower()} ({type(raw).__name__}; the value "
+                    "is a secret and is not shown)"
+                ) from None
+        return self._coerce(raw, textual=textual)
+
+    def _coerce(self, raw: object, *, textual: bool) -> Any:
         if textual:
             assert isinstance(raw, str)
             if raw.strip() == "" or raw.strip().lower() in ("null", "none"):

@@ -464,6 +464,17 @@ def test_secrets_have_no_command_line_flag() -> None:
     assert secrets and all(s.flag not in parser.format_help() for s in secrets)
 
 
+def test_a_malformed_secret_is_reported_without_its_value(tmp_path: Path) -> None:
+    """A mistyped secret (a TOML integer) is named with its source, never echoed."""
+    path = write(tmp_path, '"zookeeper.auth.credentials.value" = 123456789\n')
+    with pytest.raises(ConfigError) as exc:
+        load_config(path, env=REQUIRED_ENV)
+    assert problems_of(exc) == {(f"file {path}", "zookeeper.auth.credentials.value")}
+    text = str(exc.value)
+    assert "123456789" not in text
+    assert "secret" in text and "int" in text
+
+
 @pytest.mark.parametrize(
     "name",
     ["controller.id", "zookeeper.session.timeout.ms", "request.timeout.ms",
