@@ -87,7 +87,7 @@ def run_admin(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:
     configure_logging("DEBUG" if args.verbose else "CRITICAL", "console", sys.stderr)
     try:
         connect = resolve_connect(args.zookeeper)
-        security = zk_security_from_args(args)
+        security = zk_security_from_args(args, admin_tool=True)
         with admin_session(connect, args.session_timeout_ms, security) as port:
             return action(port)
     except (AdminError, InvalidTopicError, MalformedZnodeError) as exc:

@@ -225,17 +225,29 @@ def zk_security_from_env(
     scheme: str | None = None,
     credentials_file: str | None = None,
     set_acl: bool | None = None,
+    secure_acls_when_authenticated: bool = False,
 ) -> ZkSecurity:
-    """For tools: explicit values (flags) first, then the ``ZKC_ZOOKEEPER_*`` environment."""
+    """For tools: explicit values (flags) first, then the ``ZKC_ZOOKEEPER_*`` environment.
+
+    ``secure_acls_when_authenticated`` is the admin tools' default when neither the flag nor
+    ``ZKC_ZOOKEEPER_SET_ACL`` is given: Kafka's ConfigCommand, TopicCommand and AclCommand open
+    their ZooKeeper client with ``isSecure = isZkSaslEnabled || zkTlsClientAuthEnabled``, so a
+    tool that authenticates always writes secure ACLs (an explicit false still opts out).
+    Brokers keep ``zookeeper.set.acl``'s default, false, as Kafka's do.
+    """
     env = os.environ if environ is None else environ
+    resolved_scheme = (scheme or env.get(ENV_SCHEME) or "none").strip().lower()
     if set_acl is None:
-        text = env.get(ENV_SET_ACL, "false").strip().lower()
+        default = "false"
+        if secure_acls_when_authenticated and resolved_scheme != "none":
+            default = "true"
+        text = env.get(ENV_SET_ACL, default).strip().lower()
         if text not in _TRUE + _FALSE:
             # As the controller's own setting: a typo must not quietly create open znodes.
             raise CredentialsError(f"{ENV_SET_ACL}: expected true or false, got {text!r}")
         set_acl = text in _TRUE
     return zk_security(
-        scheme=(scheme or env.get(ENV_SCHEME) or "none").strip().lower(),
+        scheme=resolved_scheme,
         credentials=None if credentials_file else env.get(ENV_CREDENTIALS) or None,
         credentials_file=credentials_file or env.get(ENV_CREDENTIALS_FILE) or None,
         set_acl=set_acl,

@@ -9,7 +9,8 @@ flag                                           environment
 ``--zookeeper-auth-scheme none|digest|sasl``   ``ZKC_ZOOKEEPER_AUTH_SCHEME``
 ``--zookeeper-auth-credentials-file FILE``     ``ZKC_ZOOKEEPER_AUTH_CREDENTIALS_FILE``
 (no flag: secrets stay off command lines)      ``ZKC_ZOOKEEPER_AUTH_CREDENTIALS_VALUE``
-``--zookeeper-set-acl true|false``             ``ZKC_ZOOKEEPER_SET_ACL``
+``--zookeeper-set-acl true|false``             ``ZKC_ZOOKEEPER_SET_ACL`` (admin tools: true
+                                               when they authenticate; brokers: false)
 ``--tls-cert-file FILE``                       ``ZKC_GRPC_TLS_CERT_FILE``
 ``--tls-key-file FILE``                        ``ZKC_GRPC_TLS_KEY_FILE``
 ``--tls-ca-file FILE``                         ``ZKC_GRPC_TLS_CA_FILE``
@@ -62,7 +63,8 @@ def add_zookeeper_security_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     group.add_argument(
         "--zookeeper-set-acl", type=_bool, metavar="true|false", default=None,
-        help="create znodes with Kafka's secure ACLs (zookeeper.set.acl)",
+        help="create znodes with Kafka's secure ACLs (zookeeper.set.acl; admin tools default "
+        "to true when they authenticate, as Kafka's do)",
     )  # fmt: skip
 
 
@@ -87,14 +89,22 @@ def add_tls_arguments(parser: argparse.ArgumentParser, *, server: bool = False) 
 
 
 def zk_security_from_args(
-    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+    args: argparse.Namespace,
+    environ: Mapping[str, str] | None = None,
+    *,
+    admin_tool: bool = False,
 ) -> ZkSecurity:
-    """Raises ``CredentialsError`` (a ValueError) with a message fit for the user."""
+    """Raises ``CredentialsError`` (a ValueError) with a message fit for the user.
+
+    ``admin_tool``: an authenticated tool writes secure ACLs unless told not to (Kafka's
+    tools); the reference broker, like Kafka's brokers, only with ``zookeeper.set.acl``.
+    """
     return zk_security_from_env(
         environ,
         scheme=getattr(args, "zookeeper_auth_scheme", None),
         credentials_file=getattr(args, "zookeeper_auth_credentials_file", None),
         set_acl=getattr(args, "zookeeper_set_acl", None),
+        secure_acls_when_authenticated=admin_tool,
     )
 
 

@@ -368,3 +368,64 @@ def test_credentials_never_reach_the_log_even_at_debug(secure_zk: LocalZooKeeper
     assert "Auth(<redacted>)" in out and "Connect(<redacted>)" in out  # logged, emptied
     assert DIGEST[1] not in out
     assert password and password.hex() not in out and repr(password) not in out
+
+
+@pytest.mark.parametrize("scheme", ["digest", "sasl"])
+def test_an_authenticated_admin_tool_writes_kafkas_acls_without_the_flag(
+    cluster: SecureCluster,
+    superuser: KazooClient,
+    anonymous: KazooClient,
+    capsys: pytest.CaptureFixture[str],
+    scheme: str,
+) -> None:
+    """Kafka's TopicCommand and ConfigCommand write secure ACLs whenever they authenticate
+    (``isSecure = isZkSaslEnabled || ...``); ours did only with --zookeeper-set-acl true and
+    left world-writable znodes, /config/brokers/<default> included. An explicit false opts out.
+    """
+    from controller.cli.main import main
+
+    credentials = SASL if scheme == "sasl" else DIGEST
+    settings = _secure(cluster, scheme, *credentials)
+    controller = cluster.start_controller(0, **settings)
+    wait_until(lambda: controller.controller.is_active, what="controller 0 active")
+    cluster.start_broker(1, zk_security(scheme=scheme, credentials=":".join(credentials),
+                                        set_acl=True))  # fmt: skip
+    auth = [
+        "--zookeeper", cluster.connect,
+        "--zookeeper-auth-scheme", scheme,
+        "--zookeeper-auth-credentials-file", settings["zookeeper.auth.credentials.file"],
+    ]  # fmt: skip
+    try:
+        assert main(["topics", "create", *auth, "--topic", "tooled",
+                     "--replica-assignment", "1"]) == 0  # fmt: skip
+        assert main(["configs", "alter", *auth, "--entity-type", "brokers", "--entity-default",
+                     "--add-config", "unclean.leader.election.enable=false"]) == 0  # fmt: skip
+        # The opt-out stays: an explicit false creates open znodes, as before.
+        assert main(["topics", "create", *auth, "--zookeeper-set-acl", "false",
+                     "--topic", "opened", "--replica-assignment", "1"]) == 0  # fmt: skip
+    finally:
+        reset_logging()
+    capsys.readouterr()
+
+    identity = Id(scheme, make_digest_acl_credential(*DIGEST) if scheme == "digest" else SASL[0])
+    changes = superuser.get_children(cluster.chroot + paths.CONFIG_CHANGES)
+    assert changes, "configs alter wrote no change notification"
+    wrong = {}
+    for rel in (
+        paths.topic_path("tooled"),
+        paths.topic_config_path("tooled"),
+        paths.BROKER_DEFAULT_CONFIG,
+        *(f"{paths.CONFIG_CHANGES}/{child}" for child in changes),
+    ):
+        acl, _ = superuser.get_acls(cluster.chroot + rel)
+        if list(acl) != _expected(rel, identity):
+            wrong[rel] = acl
+    assert wrong == {}, f"znodes the tool created without Kafka's ACL: {wrong}"
+    assert _expected(paths.BROKER_DEFAULT_CONFIG, identity) == [ACL(Permissions.ALL, identity)]
+    with pytest.raises(NoAuthError):
+        anonymous.set(cluster.chroot + paths.BROKER_DEFAULT_CONFIG, b"{}")
+    with pytest.raises(NoAuthError):
+        anonymous.set(cluster.chroot + paths.topic_path("tooled"), b"{}")
+    open_acl = [ACL(Permissions.ALL, Id("world", "anyone"))]
+    acl, _ = superuser.get_acls(cluster.chroot + paths.topic_path("opened"))
+    assert list(acl) == open_acl

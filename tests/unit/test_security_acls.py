@@ -207,3 +207,21 @@ def test_sasl_without_its_package_is_refused_at_once(monkeypatch: pytest.MonkeyP
     with pytest.raises(acls.CredentialsError, match="needs the pure-sasl package"):
         acls.zk_security(scheme="sasl", credentials="kafka:pw")
     acls.zk_security(scheme="digest", credentials="kafka:pw")  # digest needs nothing more
+
+
+def test_an_authenticated_admin_tool_defaults_to_secure_acls(tmp_path: Path) -> None:
+    # Kafka's tools: isSecure = isZkSaslEnabled || ...; the broker keeps zookeeper.set.acl's
+    # default (false); an explicit false, flag or environment, still opts a tool out.
+    parser = argparse.ArgumentParser()
+    add_zookeeper_security_arguments(parser)
+    creds = tmp_path / "zk.creds"
+    creds.write_text("kafka:pw\n")
+    env = {"ZKC_ZOOKEEPER_AUTH_SCHEME": "digest", "ZKC_ZOOKEEPER_AUTH_CREDENTIALS_FILE": str(creds)}
+    none = parser.parse_args([])
+    assert zk_security_from_args(none, env, admin_tool=True).set_acl
+    assert not zk_security_from_args(none, env).set_acl  # the reference broker
+    assert not zk_security_from_args(none, {}, admin_tool=True).set_acl  # no auth: open
+    opt_out = parser.parse_args(["--zookeeper-set-acl", "false"])
+    assert not zk_security_from_args(opt_out, env, admin_tool=True).set_acl
+    env_opt_out = {**env, "ZKC_ZOOKEEPER_SET_ACL": "false"}
+    assert not zk_security_from_args(none, env_opt_out, admin_tool=True).set_acl
