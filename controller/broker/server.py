@@ -12,6 +12,9 @@ With ``BrokerConfig.tls`` (``controller.security``) the gRPC server is TLS (mutu
 required), both listeners are registered with security protocol SSL (so the controller dials
 them with TLS), and the broker's own calls (AlterPartition and controlled shutdown to the
 controller, Fetch to leaders) use TLS with the same files. Without it, all is plaintext.
+With mutual TLS, ``BrokerConfig.controller_principals`` limits LeaderAndIsr, UpdateMetadata
+and StopReplica to the controllers' certificates, and ``broker_principals`` limits Fetch to the
+brokers' (Kafka requires CLUSTER_ACTION for these); any other caller gets PERMISSION_DENIED.
 
 Nothing here is global: a test or benchmark can run many ``BrokerServer`` objects in one
 process, each with its own port, state and (optionally shared) ZooKeeper session. Without a
@@ -50,6 +53,7 @@ from controller.broker.shutdown import ControlledShutdownSettings
 from controller.broker.shutdown import controlled_shutdown as run_controlled_shutdown
 from controller.broker.state import ReplicaState
 from controller.core.model import UNKNOWN_BROKER_EPOCH, EndPoint, TopicPartition
+from controller.security import authz
 from controller.security.tls import PLAINTEXT, TlsSettings, add_port
 from controller.zk import paths
 from controller.zk.codecs import BrokerRegistration, encode_log_dir_event
@@ -64,6 +68,8 @@ ALTER_PARTITION_TIMEOUT_S = 5.0
 # A log-dir failure notification that ZooKeeper refused is sent again after this long.
 LOG_DIR_EVENT_RETRY_S = 1.0
 BROKER_SERVICE_NAME: str = broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name
+# The controller's requests to a broker: Kafka's KafkaApis authorizes them as CLUSTER_ACTION.
+CONTROLLER_METHODS = ("LeaderAndIsr", "UpdateMetadata", "StopReplica")
 _WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
 
 
@@ -108,11 +114,35 @@ class BrokerConfig:
     # The feature levels this broker supports, {name: (min, max)}, advertised in its
     # registration (KIP-584). Kafka's ZooKeeper-mode brokers advertise none.
     supported_features: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Certificate names (CN or SAN; "*" any certificate of the CA) allowed to call the
+    # controller's requests (LeaderAndIsr, UpdateMetadata, StopReplica), and Fetch; None: no
+    # check. Both need mutual TLS, the only way to tell callers apart.
+    controller_principals: frozenset[str] | None = None
+    broker_principals: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
             raise ValueError(f"broker id must be >= 0, got {self.broker_id}")
         parse_host_port(self.listen)  # fail early on a malformed address
+        mutual = self.tls is not None and self.tls.client_auth_required
+        for name, value in (
+            ("controller allowed principals", self.controller_principals),
+            ("broker allowed principals", self.broker_principals),
+        ):
+            if value is not None and not mutual:
+                raise ValueError(
+                    f"{name} need mutual TLS (a certificate, key, CA file and client auth "
+                    "required): callers can only be identified by their client certificates"
+                )
+
+    def authorization_rules(self) -> dict[str, frozenset[str] | None]:
+        """``authz`` rules of the broker's gRPC server (per method of BrokerService)."""
+        rules: dict[str, frozenset[str] | None] = {
+            f"{BROKER_SERVICE_NAME}/{method}": self.controller_principals
+            for method in CONTROLLER_METHODS
+        }
+        rules[f"{BROKER_SERVICE_NAME}/Fetch"] = self.broker_principals
+        return rules
 
 
 class BrokerServer:
@@ -176,6 +206,7 @@ class BrokerServer:
             ),
             # no SO_REUSEPORT: two brokers must never silently share a port
             options=[*MESSAGE_SIZE_OPTIONS, ("grpc.so_reuseport", 0)],
+            interceptors=authz.interceptors(self.config.authorization_rules()),
         )
         broker_pb2_grpc.add_BrokerServiceServicer_to_server(
             BrokerServicer(self.state, self.replication.handle_fetch), server

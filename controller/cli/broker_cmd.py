@@ -6,8 +6,10 @@ It serves ``zkcontroller.v1.BrokerService`` (plus gRPC health and reflection) an
 ``/brokers/ids/N`` with ``CONTROLLER://`` and ``PLAINTEXT://`` endpoints on that address.
 Security: --zookeeper-auth-* / --zookeeper-set-acl authenticate the ZooKeeper session and put
 Kafka's ACLs on the znodes it creates; --tls-* make the gRPC server TLS (mutual with
---tls-client-auth required) and register its listeners as SSL. Each flag defaults to the
-controller's ZKC_* environment variable of the same setting.
+--tls-client-auth required) and register its listeners as SSL; with mutual TLS,
+--controller-allowed-principals and --broker-allowed-principals say which certificates may send
+the controller's requests (LeaderAndIsr, UpdateMetadata, StopReplica) and Fetch. Each flag
+defaults to the ZKC_* environment variable of the same setting.
 SIGTERM or SIGINT stops it cleanly: a controlled shutdown first (the active controller moves
 this broker's leaderships away; Kafka's controlled.shutdown.* settings), then deregistration,
 the gRPC grace period, and the ZooKeeper session is closed. SIGUSR1 simulates a failed log dir:
@@ -44,8 +46,10 @@ from controller.core.features import MAX_FEATURE_LEVEL
 from controller.logs import configure_logging
 from controller.security.acls import CredentialsError
 from controller.security.cli import (
+    add_broker_authorization_arguments,
     add_tls_arguments,
     add_zookeeper_security_arguments,
+    broker_principals_from_args,
     tls_settings_from_args,
     zk_security_from_args,
 )
@@ -196,6 +200,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--log-level", default="INFO", help="default: %(default)s")
     add_zookeeper_security_arguments(parser)
     add_tls_arguments(parser, server=True)
+    add_broker_authorization_arguments(parser)
     parser.set_defaults(func=broker_command)
 
 
@@ -214,27 +219,34 @@ def broker_command(args: argparse.Namespace) -> int:
     try:
         zk_security = zk_security_from_args(args)
         tls = tls_settings_from_args(args)
+        controller_principals, broker_principals = broker_principals_from_args(args)
     except (CredentialsError, TlsConfigError) as exc:
         print(f"zk-controller broker: {exc}", file=sys.stderr)
         return 2
 
+    try:
+        config = BrokerConfig(
+            broker_id=args.broker_id,
+            listen=args.listen,
+            advertised_host=args.advertised_host,
+            rack=args.rack,
+            replica_lag_time_max_ms=args.replica_lag_time_max_ms,
+            replica_fetch_interval_ms=args.replica_fetch_interval_ms,
+            controlled_shutdown=ControlledShutdownSettings(
+                enable=args.controlled_shutdown_enable,
+                max_retries=args.controlled_shutdown_max_retries,
+                retry_backoff_ms=args.controlled_shutdown_retry_backoff_ms,
+            ),
+            tls=tls,
+            supported_features=dict(args.feature),
+            controller_principals=controller_principals,
+            broker_principals=broker_principals,
+        )
+    except ValueError as exc:  # allowed principals without mutual TLS
+        print(f"zk-controller broker: {exc}", file=sys.stderr)
+        return 2
     # SIGUSR1: simulate a failed log dir (fail_current_log_dir), for demos and drills.
     inbox = SignalInbox((signal.SIGINT, signal.SIGTERM, signal.SIGUSR1))
-    config = BrokerConfig(
-        broker_id=args.broker_id,
-        listen=args.listen,
-        advertised_host=args.advertised_host,
-        rack=args.rack,
-        replica_lag_time_max_ms=args.replica_lag_time_max_ms,
-        replica_fetch_interval_ms=args.replica_fetch_interval_ms,
-        controlled_shutdown=ControlledShutdownSettings(
-            enable=args.controlled_shutdown_enable,
-            max_retries=args.controlled_shutdown_max_retries,
-            retry_backoff_ms=args.controlled_shutdown_retry_backoff_ms,
-        ),
-        tls=tls,
-        supported_features=dict(args.feature),
-    )
     zk = KazooPort(
         args.zookeeper,
         session_timeout=args.session_timeout_ms / 1000,

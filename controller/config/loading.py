@@ -18,6 +18,10 @@ from controller.config.settings import (
     SETTINGS_BY_NAME,
 )
 from controller.security.acls import CredentialsError, parse_credentials
+from controller.security.authz import ENV_CONTROLLER_ALLOWED_PRINCIPALS
+
+#: ZKC_* variables read by other processes of the cluster (one environment serves them all).
+OTHER_PROCESSES_ENV = frozenset({ENV_CONTROLLER_ALLOWED_PRINCIPALS})
 
 #: Conventional variable for the connect string (as in many ZooKeeper tools); ``ZKC_`` wins.
 ENV_ALIASES: Mapping[str, str] = types.MappingProxyType({"ZK_CONNECT": "zookeeper.connect"})
@@ -95,6 +99,8 @@ def load_config(
         if not var.startswith(ENV_PREFIX):
             continue
         setting = _SETTINGS_BY_ENV.get(var)
+        if setting is None and var in OTHER_PROCESSES_ENV:
+            continue  # the reference broker's, in an environment shared with it
         if setting is None:
             # Our prefix, so almost certainly a typo that would otherwise be silently ignored.
             problems.append(ConfigProblem(f"env {var}", var, "unknown setting"))

@@ -27,6 +27,10 @@ import structlog
 log = structlog.get_logger("controller.security.authz")
 
 ANY_PRINCIPAL = "*"
+# The reference broker's option naming the controllers' principals (``zk-controller broker
+# --controller-allowed-principals``): here so that the controller's settings loader, which
+# refuses unknown ZKC_* variables, knows it belongs to a broker sharing the environment.
+ENV_CONTROLLER_ALLOWED_PRINCIPALS = "ZKC_CONTROLLER_ALLOWED_PRINCIPALS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +120,9 @@ _BEHAVIORS = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
 
 
 class AuthorizationInterceptor(grpc.ServerInterceptor):
-    """Enforce ``rules``: full service name (``zkcontroller.v1.AdminService``) -> the
-    principal names allowed to call it. Services not in ``rules`` are not checked."""
+    """Enforce ``rules``: full service name (``zkcontroller.v1.AdminService``) or method
+    (``zkcontroller.v1.BrokerService/StopReplica``) -> the principal names allowed to call
+    it. A method's rule wins over its service's; calls matching no rule are not checked."""
 
     def __init__(self, rules: Mapping[str, frozenset[str]]) -> None:
         self.rules = dict(rules)
@@ -130,7 +135,7 @@ class AuthorizationInterceptor(grpc.ServerInterceptor):
         handler = continuation(handler_call_details)
         method = handler_call_details.method  # "/package.Service/Method"
         service = method.lstrip("/").split("/", 1)[0]
-        allowed = self.rules.get(service)
+        allowed = self.rules.get(method.lstrip("/"), self.rules.get(service))
         if handler is None or allowed is None:
             return handler
         for name in _BEHAVIORS:

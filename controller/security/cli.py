@@ -16,6 +16,10 @@ flag                                           environment
 ``--tls-ca-file FILE``                         ``ZKC_GRPC_TLS_CA_FILE``
 ``--tls-client-auth none|required`` (servers)  ``ZKC_GRPC_TLS_CLIENT_AUTH``
 ``--tls-server-name NAME`` (clients)           (none)
+``--controller-allowed-principals NAMES``      ``ZKC_CONTROLLER_ALLOWED_PRINCIPALS``
+(broker: who may send LeaderAndIsr & co.)      (read by brokers only)
+``--broker-allowed-principals NAMES``          ``ZKC_BROKER_ALLOWED_PRINCIPALS``
+(broker: who may Fetch)
 =============================================  ==========================================
 
 Clients use TLS when any ``--tls-*`` file is given (a CA file alone: server-authenticated TLS
@@ -30,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.security.acls import ZkSecurity, zk_security_from_env
+from controller.security.authz import ENV_CONTROLLER_ALLOWED_PRINCIPALS, parse_principals
 from controller.security.tls import (
     PLAINTEXT,
     ChannelOpener,
@@ -42,6 +47,9 @@ ENV_CERT = "ZKC_GRPC_TLS_CERT_FILE"
 ENV_KEY = "ZKC_GRPC_TLS_KEY_FILE"
 ENV_CA = "ZKC_GRPC_TLS_CA_FILE"
 ENV_CLIENT_AUTH = "ZKC_GRPC_TLS_CLIENT_AUTH"
+# The controller's setting naming the brokers' principals (who may call ControllerService);
+# on a broker, the callers allowed to Fetch: the same certificates.
+ENV_BROKER_ALLOWED_PRINCIPALS = "ZKC_BROKER_ALLOWED_PRINCIPALS"
 
 
 def _bool(value: str) -> bool:
@@ -86,6 +94,37 @@ def add_tls_arguments(parser: argparse.ArgumentParser, *, server: bool = False) 
             "--tls-server-name", metavar="NAME", default=None,
             help="expect this name in the server's certificate instead of the dialled host",
         )  # fmt: skip
+
+
+def add_broker_authorization_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "authorization (mutual TLS; default: the ZKC_*_ALLOWED_PRINCIPALS env)"
+    )
+    group.add_argument(
+        "--controller-allowed-principals", metavar="NAMES", default=None,
+        help="comma-separated certificate CNs/SANs allowed to send LeaderAndIsr, "
+        "UpdateMetadata and StopReplica (the controllers; * = any certificate of the CA)",
+    )  # fmt: skip
+    group.add_argument(
+        "--broker-allowed-principals", metavar="NAMES", default=None,
+        help="comma-separated certificate CNs/SANs allowed to Fetch (the other brokers)",
+    )  # fmt: skip
+
+
+def broker_principals_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> tuple[frozenset[str] | None, frozenset[str] | None]:
+    """(controller principals, broker principals) from flags, else the environment."""
+    env = os.environ if environ is None else environ
+
+    def pick(attr: str, var: str) -> frozenset[str] | None:
+        value = getattr(args, attr, None)
+        return parse_principals(value if value is not None else env.get(var))
+
+    return (
+        pick("controller_allowed_principals", ENV_CONTROLLER_ALLOWED_PRINCIPALS),
+        pick("broker_allowed_principals", ENV_BROKER_ALLOWED_PRINCIPALS),
+    )
 
 
 def zk_security_from_args(

@@ -19,7 +19,15 @@ from controller.admin.controller_client import (
     ControllerClient,
     NoActiveControllerError,
 )
-from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
+from controller.api.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    broker_pb2,
+    broker_pb2_grpc,
+    controller_pb2,
+    controller_pb2_grpc,
+)
+from controller.broker.server import BrokerConfig
 from controller.core.model import TopicPartition
 from controller.rpc.server import ADMIN_SERVICE, ControllerGrpcServer
 from controller.security import authz
@@ -266,3 +274,76 @@ def test_admin_cli_flags(cluster: Cluster, pki: Pki) -> None:
     finally:
         zk.stop()
         zk.close()
+
+
+def _intruder_stop_replica(cluster: Cluster, epoch: int) -> broker_pb2.StopReplicaRequest:
+    partitions = [broker_pb2.StopReplicaPartitionState(partition_index=0, leader_epoch=99,
+                                                       delete_partition=True)]  # fmt: skip
+    return broker_pb2.StopReplicaRequest(
+        controller_id=0, controller_epoch=epoch + 5, broker_epoch=-1,
+        topic_states=[broker_pb2.StopReplicaTopicState(topic_name="guarded",
+                                                       partition_states=partitions)],
+    )  # fmt: skip
+
+
+def test_brokers_take_controller_requests_only_from_the_controllers_certificates(
+    zk_connect: str, tmp_path: Path, pki: Pki
+) -> None:
+    """Kafka authorizes LeaderAndIsr, UpdateMetadata and StopReplica as CLUSTER_ACTION. Any
+    certificate of the CA could send them: a StopReplica with delete and a higher controller
+    epoch removed partitions and then made the broker refuse the real controller for good."""
+    pki.issue("intruder", sans=LOOPBACK_SANS)
+    c = Cluster(zk_connect, tmp_path)
+    try:
+        c.start_controller(0, **_controller_settings(pki))
+        c.active_controller()
+        for broker_id in (1, 2):
+            c.start_broker(broker_id, tls=pki.settings(f"broker-{broker_id}"),
+                           controller_principals=frozenset({"controller-0"}),
+                           broker_principals=frozenset({"broker-1", "broker-2"}))  # fmt: skip
+        # The controller's certificate is accepted (LeaderAndIsr, UpdateMetadata), and so are
+        # the brokers' for Fetch.
+        c.create_topic("guarded", {0: [1, 2]})
+        c.wait_state("guarded", 0, leader=1, isr=[1, 2])
+        wait_until(lambda: len(c.hosted(1)) == 1 and len(c.metadata(2)) == 1,
+                   what="LeaderAndIsr and UpdateMetadata delivered")  # fmt: skip
+        follower = c.brokers[2].replication.fetcher
+        wait_until(lambda: follower.last_results.get(TopicPartition("guarded", 0)) == "NONE",
+                   what="broker 2 fetching guarded-0 from broker 1")  # fmt: skip
+
+        epoch = c.active_controller().controller.context.epoch
+        address = c.brokers[1].address
+        for who, method in (("intruder", "StopReplica"), ("broker-2", "StopReplica"),
+                            ("intruder", "LeaderAndIsr"), ("intruder", "UpdateMetadata"),
+                            ("intruder", "Fetch"), ("controller-0", "Fetch")):  # fmt: skip
+            request = {
+                "StopReplica": _intruder_stop_replica(c, epoch),
+                "LeaderAndIsr": broker_pb2.LeaderAndIsrRequest(controller_epoch=epoch + 5),
+                "UpdateMetadata": broker_pb2.UpdateMetadataRequest(controller_epoch=epoch + 5),
+                "Fetch": broker_pb2.FetchRequest(replica_id=2),
+            }[method]
+            with pki.opener(who).open(address) as channel, pytest.raises(grpc.RpcError) as no:
+                getattr(broker_pb2_grpc.BrokerServiceStub(channel), method)(request, timeout=5)
+            assert no.value.code() is grpc.StatusCode.PERMISSION_DENIED, (who, method)
+            assert f"CN={who}" in str(no.value.details())
+            assert f"zkcontroller.v1.BrokerService/{method}" in str(no.value.details())
+        # Nothing was applied: the partition is still hosted, and the real controller is
+        # still obeyed (its next request is not refused as from a stale epoch).
+        assert TopicPartition("guarded", 0) in c.hosted(1)
+        c.create_topic("after", {0: [1, 2]})
+        c.wait_state("after", 0, leader=1, isr=[1, 2])
+        wait_until(lambda: TopicPartition("after", 0) in c.hosted(1), what="after-0 on broker 1")
+        # Describe has no rule: any certificate of the CA may read it.
+        with pki.opener("intruder").open(address) as channel:
+            stub = broker_pb2_grpc.BrokerServiceStub(channel)
+            assert len(stub.Describe(broker_pb2.DescribeRequest(), timeout=5).partitions) == 2
+    finally:
+        c.close()
+
+
+def test_broker_allowed_principals_need_mutual_tls(pki: Pki) -> None:
+    cert, key = pki.files["broker-1"]
+    for tls in (None, TlsSettings(cert, key, pki.ca_file, client_auth_required=False)):
+        for field in ("controller_principals", "broker_principals"):
+            with pytest.raises(ValueError, match="need mutual TLS"):
+                BrokerConfig(1, tls=tls, **{field: frozenset({"controller-0"})})

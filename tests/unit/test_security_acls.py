@@ -11,8 +11,10 @@ from kazoo.security import ACL, Id, Permissions
 from controller.config import ConfigError, load_config, render_effective_config
 from controller.security import acls
 from controller.security.cli import (
+    add_broker_authorization_arguments,
     add_tls_arguments,
     add_zookeeper_security_arguments,
+    broker_principals_from_args,
     tls_settings_from_args,
     zk_security_from_args,
 )
@@ -225,3 +227,36 @@ def test_an_authenticated_admin_tool_defaults_to_secure_acls(tmp_path: Path) -> 
     assert not zk_security_from_args(opt_out, env, admin_tool=True).set_acl
     env_opt_out = {**env, "ZKC_ZOOKEEPER_SET_ACL": "false"}
     assert not zk_security_from_args(none, env_opt_out, admin_tool=True).set_acl
+
+
+def test_broker_allowed_principals_from_flags_or_the_shared_environment(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    parser = argparse.ArgumentParser()
+    add_broker_authorization_arguments(parser)
+    env = {
+        "ZKC_CONTROLLER_ALLOWED_PRINCIPALS": "controller-0, controller-1",
+        "ZKC_BROKER_ALLOWED_PRINCIPALS": "broker-1,broker-2",
+    }
+    assert broker_principals_from_args(parser.parse_args([]), env) == (
+        frozenset({"controller-0", "controller-1"}),
+        frozenset({"broker-1", "broker-2"}),
+    )
+    args = parser.parse_args(["--controller-allowed-principals", "ctl"])
+    assert broker_principals_from_args(args, env)[0] == frozenset({"ctl"})
+    assert broker_principals_from_args(parser.parse_args([]), {}) == (None, None)
+    # One environment serves every process: the controller does not take the brokers'
+    # variable for a typo of its own settings.
+    cfg = load_config(env={"ZKC_CONTROLLER_ALLOWED_PRINCIPALS": "controller-0"}, flags=REQUIRED)
+    assert cfg.controller_id == 1
+    # The broker refuses the option without mutual TLS, before it touches ZooKeeper.
+    from controller.cli.main import main
+    from controller.logs import reset_logging
+
+    try:
+        code = main(["broker", "--zookeeper", "127.0.0.1:1", "--broker-id", "1",
+                     "--controller-allowed-principals", "controller-0"])  # fmt: skip
+    finally:
+        reset_logging()
+    assert code == 2
+    assert "need mutual TLS" in capsys.readouterr().err
