@@ -66,6 +66,22 @@ def _read(path: Path, what: str) -> bytes:
     return data
 
 
+def _check_ca(path: Path, data: bytes) -> None:
+    """Fail unless the CA bundle holds at least one certificate OpenSSL can parse: gRPC would
+    take anything PEM-looking and only fail later (the listener not binding, handshakes
+    failing), naming neither the file nor the reason."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    try:
+        # As text: bytes would be read as DER. PEM is ASCII; other bytes (comments) can go.
+        context.load_verify_locations(cadata=data.decode("ascii", "ignore"))
+    except ssl.SSLError as exc:
+        raise TlsConfigError(
+            f"the TLS CA bundle {path} holds no usable PEM certificate: {exc.reason or exc}"
+        ) from None
+    if not context.cert_store_stats().get("x509"):
+        raise TlsConfigError(f"the TLS CA bundle {path} holds no PEM certificate")
+
+
 def _check_pair(cert: Path, key: Path) -> None:
     """Fail unless ``key`` is the private key of ``cert``'s first certificate."""
     try:
@@ -120,6 +136,7 @@ class TlsFiles:
             key = _read(self.key_file, "TLS key")
         if self.ca_file is not None:
             ca = _read(self.ca_file, "TLS CA bundle")
+            _check_ca(self.ca_file, ca)
         return cert, key, ca
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import grpc
 import pytest
+import structlog
 
 from controller.security import authz
 from controller.security.testing import CertificateAuthority
@@ -244,3 +245,73 @@ def test_a_long_lived_channel_keeps_at_most_one_replaced_channel(
         with pytest.raises(ValueError, match="closed channel"):
             old.unary_unary("/x.Y/Z")(b"", timeout=1)
     channel.close()
+
+
+def _unusable_cas(tmp_path: Path, ca: CertificateAuthority) -> list[Path]:
+    garbage = tmp_path / "garbage-ca.pem"
+    garbage.write_text("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
+    key = tmp_path / "key-as-ca.pem"
+    key.write_bytes(ca.issue("x").key_pem)
+    return [garbage, key]
+
+
+def test_an_unusable_ca_bundle_fails_naming_the_file(
+    tmp_path: Path, ca: CertificateAuthority
+) -> None:
+    # Only "-----BEGIN" was checked: gRPC then failed later naming neither file nor reason
+    # (a listener that "cannot bind", handshakes failing).
+    files = _files(tmp_path, ca)
+    for bad in _unusable_cas(tmp_path, ca):
+        with pytest.raises(TlsConfigError, match=f"CA bundle {bad} holds no usable PEM"):
+            TlsFiles(ca_file=bad).load()
+        with pytest.raises(TlsConfigError, match=str(bad)):
+            server_tls(files.cert_file, files.key_file, bad, client_auth_required=True)
+        with pytest.raises(TlsConfigError, match=str(bad)):
+            client_tls(bad)
+    # Text around the certificates (comments, "Bag Attributes") is fine, as for OpenSSL.
+    assert files.ca_file is not None
+    commented = tmp_path / "commented-ca.pem"
+    commented.write_bytes(b"# cluster CA\n" + files.ca_file.read_bytes())
+    assert TlsFiles(ca_file=commented).load()[2] is not None
+
+
+def test_a_reload_to_an_unusable_ca_bundle_keeps_the_previous_one(
+    tmp_path: Path, ca: CertificateAuthority
+) -> None:
+    files = _files(tmp_path, ca)
+    tls = ServerTls(files, client_auth_required=True)
+    assert files.ca_file is not None
+    good = files.ca_file.read_bytes()
+    for bad in _unusable_cas(tmp_path, ca):
+        files.ca_file.write_bytes(bad.read_bytes())
+        _bump(files.ca_file)
+        with structlog.testing.capture_logs() as logs:
+            assert tls.fetch() is None
+        assert tls.generation == 0
+        assert tls._reloader.contents[2] == good  # the previous bundle stays in use
+        assert [e["event"] for e in logs] == [
+            "cannot reload the gRPC server TLS certificate; keeping the previous one"
+        ]
+        assert logs[0]["log_level"] == "error" and str(files.ca_file) in logs[0]["error"]
+    files.ca_file.write_bytes(good)  # fixed: taken at the next handshake
+    _bump(files.ca_file)
+    assert tls.fetch() is not None and tls.generation == 1
+
+
+def test_validate_config_refuses_an_unusable_ca_bundle(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    ca: CertificateAuthority,
+) -> None:  # fmt: skip
+    from controller.cli.main import main
+
+    for name in list(os.environ):
+        if name == "ZK_CONNECT" or name.startswith("ZKC_"):
+            monkeypatch.delenv(name)
+    files = _files(tmp_path, ca)
+    bad = _unusable_cas(tmp_path, ca)[0]
+    code = main(["run", "--validate-config", "--controller-id", "0", "--zookeeper", "zk:2181",
+                 "--grpc-tls-cert-file", str(files.cert_file), "--grpc-tls-key-file",
+                 str(files.key_file), "--grpc-tls-ca-file", str(bad)])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("security configuration:") and str(bad) in err
