@@ -131,9 +131,10 @@ class TlsFiles:
         """(certificate chain, key, CA bundle) as PEM bytes, the pair checked."""
         cert = key = ca = None
         if self.cert_file is not None and self.key_file is not None:
-            _check_pair(self.cert_file, self.key_file)
+            # Each file read first, so that a missing or unreadable one is named as such.
             cert = _read(self.cert_file, "TLS certificate")
             key = _read(self.key_file, "TLS key")
+            _check_pair(self.cert_file, self.key_file)
         if self.ca_file is not None:
             ca = _read(self.ca_file, "TLS CA bundle")
             _check_ca(self.ca_file, ca)

@@ -315,3 +315,17 @@ def test_validate_config_refuses_an_unusable_ca_bundle(
     assert code == 2
     err = capsys.readouterr().err
     assert err.startswith("security configuration:") and str(bad) in err
+
+
+def test_a_missing_certificate_or_key_file_is_named_as_missing(
+    tmp_path: Path, ca: CertificateAuthority
+) -> None:
+    # The pair check ran first and reported "not a matching PEM certificate and unencrypted
+    # key: [Errno 2] ..." for a file that does not exist.
+    files = _files(tmp_path, ca)
+    missing = tmp_path / "absent.pem"
+    for cert, key, what in ((missing, files.key_file, "certificate"),
+                            (files.cert_file, missing, "key")):  # fmt: skip
+        with pytest.raises(TlsConfigError) as exc:
+            TlsFiles(cert, key).load()
+        assert str(exc.value) == f"cannot read the TLS {what} {missing}: No such file or directory"
