@@ -359,7 +359,13 @@ class RequestSendThread(threading.Thread):
         if not settled and self._channel is not channel:
             return ("CANCELLED", "the channel was closed (the broker moved, or stopping)")
         if settled:
-            return ("UNAVAILABLE", f"could not connect to {self.target} ({settled[0].name})")
+            details = f"could not connect to {self.target} ({settled[0].name})"
+            cause = _connect_error(channel)
+            if cause:
+                details += f": {cause}"
+            if self._opener.secure and (cause is None or _looks_like_tls(cause)):
+                details += f"; {TLS_HINT}"
+            return ("UNAVAILABLE", details)
         return (
             "DEADLINE_EXCEEDED",
             f"no connection to {self.target} within the connect timeout "
@@ -371,6 +377,41 @@ class RequestSendThread(threading.Thread):
             channel, self._channel, self._stub = self._channel, None, None
         if channel is not None:
             channel.close()
+
+
+# How long the probe for gRPC's last connection error may take (it fails fast: no wait for
+# the channel to be ready).
+_PROBE_TIMEOUT_S = 1.0
+_TLS_MARKERS = ("tls", "ssl", "handshake", "certificate", "tsi_")
+TLS_HINT = (
+    "the broker's controller listener is SSL: check that its certificate chains to "
+    "grpc.tls.ca.file and names the host it registers, and that it trusts our "
+    "grpc.tls.cert.file (mutual TLS)"
+)
+
+
+def _connect_error(channel: grpc.Channel) -> str | None:
+    """gRPC's last connection error on ``channel`` (e.g. the TLS handshake's
+    CERTIFICATE_VERIFY_FAILED), which its connectivity states do not carry: a call that does
+    not wait for the channel fails at once with it. A read-only Describe, should the channel
+    have connected meanwhile."""
+    try:
+        broker_pb2_grpc.BrokerServiceStub(channel).Describe(
+            broker_pb2.DescribeRequest(), timeout=_PROBE_TIMEOUT_S, wait_for_ready=False
+        )
+    except grpc.RpcError as exc:
+        if exc.code() is not grpc.StatusCode.UNAVAILABLE:
+            return None
+        details = exc.details() or ""
+        return details.partition("last error: ")[2] or details or None
+    except ValueError:  # the channel was closed meanwhile
+        return None
+    return None
+
+
+def _looks_like_tls(error: str) -> bool:
+    lowered = error.lower()
+    return any(marker in lowered for marker in _TLS_MARKERS)
 
 
 def _code_name(exc: Exception) -> str:

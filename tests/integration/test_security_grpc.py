@@ -13,6 +13,7 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from structlog.testing import capture_logs
 
 from controller.admin.controller_client import (
     ControllerAccessDeniedError,
@@ -27,12 +28,14 @@ from controller.api.v1 import (
     controller_pb2,
     controller_pb2_grpc,
 )
-from controller.broker.server import BrokerConfig
-from controller.core.model import TopicPartition
+from controller.broker.server import BrokerConfig, BrokerServer
+from controller.channel.manager import ControllerChannelManager
+from controller.channel.sender import OutboundRequest
+from controller.core.model import Broker, EndPoint, TopicPartition
 from controller.rpc.server import ADMIN_SERVICE, ControllerGrpcServer
 from controller.security import authz
 from controller.security.testing import CertificateAuthority, certificate_serial
-from controller.security.tls import ChannelOpener, TlsSettings
+from controller.security.tls import ChannelOpener, TlsSettings, client_tls
 from controller.zk import paths
 from tests.cluster import Cluster
 from tests.support import CLI, REPO, kazoo, wait_until
@@ -347,3 +350,37 @@ def test_broker_allowed_principals_need_mutual_tls(pki: Pki) -> None:
         for field in ("controller_principals", "broker_principals"):
             with pytest.raises(ValueError, match="need mutual TLS"):
                 BrokerConfig(1, tls=tls, **{field: frozenset({"controller-0"})})
+
+
+def test_a_broker_certificate_from_another_ca_is_logged_with_the_handshake_error(
+    pki: Pki,
+) -> None:
+    """The channel's log said only "could not connect to HOST:PORT (TRANSIENT_FAILURE)"; the
+    cause (CERTIFICATE_VERIFY_FAILED) was on gRPC's stderr alone."""
+    foreign = CertificateAuthority("another CA")
+    pki.files["foreign-broker"] = foreign.issue("broker-1", LOOPBACK_SANS).write(
+        pki.dir / "foreign-broker"
+    )
+    cert, key = pki.files["foreign-broker"]
+    broker = BrokerServer(
+        BrokerConfig(1, tls=TlsSettings(cert, key, pki.ca_file)), broker_epoch=1
+    ).start()
+    cert, key = pki.files["controller-0"]
+    manager = ControllerChannelManager(
+        0, request_timeout_s=5.0, tls=client_tls(pki.ca_file, cert, key)
+    )
+    try:
+        host, port = broker.address.rsplit(":", 1)
+        manager.add_broker(Broker(1, (EndPoint("CONTROLLER", host, int(port), "SSL"),)), 1)
+        with capture_logs() as logs:
+            request = OutboundRequest.update_metadata(broker_pb2.UpdateMetadataRequest())
+            manager.send(1, request, lambda _: None)
+            wait_until(lambda: any(e["event"].startswith("request to broker failed")
+                                   for e in list(logs)), what="a failed send")  # fmt: skip
+        failed = next(e for e in logs if e["event"].startswith("request to broker failed"))
+        assert failed["code"] == "UNAVAILABLE"
+        assert "CERTIFICATE_VERIFY_FAILED" in failed["details"]
+        assert "check that its certificate chains to grpc.tls.ca.file" in failed["details"]
+    finally:
+        manager.shutdown()
+        broker.stop(grace=0)
