@@ -174,6 +174,7 @@ class ControllerDaemon:
         self.grpc = ControllerGrpcServer(
             # gRPC refuses an empty host; ":PORT" means every interface, as for metrics.listen.
             str(listen) if listen.host else f"0.0.0.0:{listen.port}",
+            max_workers=config.grpc_max_workers,
             tls=_grpc_server_tls(config),
             interceptors=authz.interceptors(
                 {
@@ -182,8 +183,8 @@ class ControllerDaemon:
                 }
             ),
         )
-        self.grpc.add_controller_service(ControllerServicer(self.controller))
-        self.grpc.add_admin_service(AdminServicer(self.controller))
+        self.grpc.add_controller_service(ControllerServicer(self.controller, self.grpc.waiting))
+        self.grpc.add_admin_service(AdminServicer(self.controller, self.grpc.waiting))
         self.http: ControllerHttpServer | None = None
         self._stopped = False
         self._endpoint_lost = False

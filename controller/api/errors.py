@@ -14,8 +14,9 @@ Error convention (documented for broker authors in docs/broker-protocol.md):
   ``controller-id`` to that broker id, as a hint (``set_controller_hint`` /
   ``controller_hint``). Clients may ignore it and read ``/controller`` instead.
 * A non-OK gRPC status means "not processed": transport failures (UNAVAILABLE,
-  DEADLINE_EXCEEDED, CANCELLED), a malformed request (INVALID_ARGUMENT) or a server bug
-  (INTERNAL, UNKNOWN). Callers may resend the same request.
+  DEADLINE_EXCEEDED, CANCELLED), too many requests already waiting for the event thread
+  (RESOURCE_EXHAUSTED), a malformed request (INVALID_ARGUMENT) or a server bug (INTERNAL,
+  UNKNOWN). Callers may resend the same request.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ class ControllerConfig:
     controller_listener_name: str
     inter_broker_listener_name: str
     grpc_listen: HostPort
+    grpc_max_workers: int
     metrics_listen: HostPort
     log_dir: Path
     log_level: str

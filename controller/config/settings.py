@@ -202,6 +202,12 @@ SETTINGS: tuple[Setting, ...] = (
                 "logged)."),
     Setting("grpc.listen", Kind.HOST_PORT, parse_host_port(DEFAULT_GRPC_LISTEN),
             doc="host:port of the controller's gRPC server (port 0 picks a free port)."),
+    # min: controller.rpc.server.RESERVED_WORKERS (8) plus at least one waiting request.
+    Setting("grpc.max.workers", Kind.INT, 64, min=9, max=4096,
+            doc="Threads of the gRPC server. Requests that wait for the event thread (broker "
+                "and admin RPCs) may hold all but 8 of them; one more is answered "
+                "RESOURCE_EXHAUSTED at once (callers resend it), so health checks and "
+                "NOT_CONTROLLER answers always find a thread."),
     Setting("metrics.listen", Kind.HOST_PORT, parse_host_port(DEFAULT_METRICS_LISTEN),
             doc="host:port serving /metrics, /healthz and /readyz (port 0 picks a free port)."),
     Setting("log.dir", Kind.PATH, Path("."),

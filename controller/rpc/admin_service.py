@@ -30,7 +30,7 @@ from controller.core.events import (
 )
 from controller.core.features import FeatureUpdateItem, UpgradeType
 from controller.core.model import ReplicaAssignment, TopicPartition
-from controller.rpc.calls import await_reply, error_code
+from controller.rpc.calls import UNBOUNDED, WaitingSlots, await_reply, error_code
 
 if TYPE_CHECKING:
     from controller.core.controller import Controller
@@ -54,8 +54,9 @@ def _partition_result(tp: TopicPartition, outcome: ApiError | None) -> admin_pb2
 
 
 class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: Controller, slots: WaitingSlots = UNBOUNDED) -> None:
         self._ctl = controller
+        self._slots = slots  # the server's bulkhead (``WaitingSlots``)
 
     def AlterPartitionReassignments(
         self,
@@ -68,7 +69,12 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         event = ApiPartitionReassignment(reassignments=targets)
         try:
             outcome: Mapping[TopicPartition, ApiError | None] = await_reply(
-                self._ctl, event, context, request.timeout_ms, timeout_in_response=True
+                self._ctl,
+                event,
+                context,
+                request.timeout_ms,
+                timeout_in_response=True,
+                slots=self._slots,
             )
         except Exception as exc:
             return admin_pb2.AlterPartitionReassignmentsResponse(
@@ -88,7 +94,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         event = ListPartitionReassignments(partitions=wanted or None)
         try:
             ongoing: Mapping[TopicPartition, ReplicaAssignment] = await_reply(
-                self._ctl, event, context, timeout_in_response=True
+                self._ctl, event, context, timeout_in_response=True, slots=self._slots
             )
         except Exception as exc:
             return admin_pb2.ListPartitionReassignmentsResponse(
@@ -127,7 +133,12 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         )
         try:
             outcome: Mapping[TopicPartition, int | ApiError] = await_reply(
-                self._ctl, event, context, request.timeout_ms, timeout_in_response=True
+                self._ctl,
+                event,
+                context,
+                request.timeout_ms,
+                timeout_in_response=True,
+                slots=self._slots,
             )
         except Exception as exc:
             return admin_pb2.ElectLeadersResponse(
@@ -176,7 +187,12 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         event = UpdateFeatures(updates=updates, validate_only=request.validate_only)
         try:
             outcome: Mapping[str, ApiError | None] = await_reply(
-                self._ctl, event, context, request.timeout_ms, timeout_in_response=True
+                self._ctl,
+                event,
+                context,
+                request.timeout_ms,
+                timeout_in_response=True,
+                slots=self._slots,
             )
         except Exception as exc:
             return admin_pb2.UpdateFeaturesResponse(

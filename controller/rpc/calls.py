@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,41 @@ class RpcStatus(Exception):
         self.details = details
 
 
+class WaitingSlots:
+    """A bulkhead: how many RPCs may wait for the event thread at once.
+
+    Each waiting RPC holds a gRPC worker thread until the event thread answers. Unbounded, a
+    busy event thread let a few broker requests take every worker, and health checks (how
+    load balancers find the active controller) went unanswered. One more RPC than
+    ``capacity`` is answered RESOURCE_EXHAUSTED at once: "not processed", which every caller
+    (``ControllerClient``) resends. ``None`` is no limit (tests' hand-built servers).
+    """
+
+    def __init__(self, capacity: int | None) -> None:
+        if capacity is not None and capacity < 1:
+            raise ValueError(f"waiting slots must be at least 1, got {capacity}")
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self.in_use = 0
+
+    def acquire(self, rpc: str) -> None:
+        with self._lock:
+            if self.capacity is not None and self.in_use >= self.capacity:
+                raise RpcStatus(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    f"{rpc} not processed: {self.capacity} requests are already waiting for "
+                    "the controller's event thread; resend it",
+                )
+            self.in_use += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self.in_use -= 1
+
+
+UNBOUNDED = WaitingSlots(None)
+
+
 def await_reply(
     ctl: Controller,
     event: ReplyingEvent,
@@ -37,10 +73,12 @@ def await_reply(
     timeout_ms: int = 0,
     *,
     timeout_in_response: bool = False,
+    slots: WaitingSlots = UNBOUNDED,
 ) -> Any:
     """Queue ``event`` and wait for its answer within the caller's deadline.
 
-    Raises ``NotControllerError`` at once on a standby. When the event thread does not
+    Raises ``NotControllerError`` at once on a standby, and ``RpcStatus(RESOURCE_EXHAUSTED)``
+    at once when every one of ``slots`` is held (nothing is queued). When the event thread does not
     answer in time, the event stays queued and may still be applied: with
     ``timeout_in_response`` (admin requests, as Kafka's REQUEST_TIMED_OUT) the response says
     so and is not resent by clients; otherwise (broker requests) the
@@ -49,6 +87,20 @@ def await_reply(
     """
     if not ctl.is_active:
         raise NotControllerError(ctl.active_controller_id)
+    slots.acquire(event.name)
+    try:
+        return _queue_and_wait(ctl, event, context, timeout_ms, timeout_in_response)
+    finally:
+        slots.release()
+
+
+def _queue_and_wait(
+    ctl: Controller,
+    event: ReplyingEvent,
+    context: grpc.ServicerContext,
+    timeout_ms: int,
+    timeout_in_response: bool,
+) -> Any:
     ctl.put(event)
     remaining = context.time_remaining()
     if remaining is None or remaining > _NO_DEADLINE_S:

@@ -9,6 +9,12 @@ Servicers are thin: they turn a request into a controller event, wait for the ev
 answer within the RPC's deadline, and map "not the controller" to NOT_CONTROLLER with the
 active controller's id in trailing metadata.
 
+Threads (a bulkhead): a waiting RPC holds one of the server's ``max_workers`` threads, so at
+most ``max_workers - RESERVED_WORKERS`` may wait at once (``waiting``, a ``WaitingSlots``
+the servicers are given); one more is answered RESOURCE_EXHAUSTED at once. The reserve
+serves health checks, reflection and NOT_CONTROLLER answers, which never wait, however busy
+the event thread is.
+
 Security (``controller.security``): with ``tls`` the listener is TLS (mutual TLS when the
 ``ServerTls`` requires client certificates; the certificate is reloaded when its files
 change), and ``interceptors`` (``authz``) decide which certificate principals may call
@@ -27,6 +33,7 @@ from grpc_reflection.v1alpha import reflection
 
 from controller.api import MESSAGE_SIZE_OPTIONS
 from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
+from controller.rpc.calls import WaitingSlots
 from controller.security.tls import ServerTls, add_port
 
 if TYPE_CHECKING:
@@ -35,16 +42,26 @@ if TYPE_CHECKING:
 CONTROLLER_SERVICE = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
 ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name
 
+DEFAULT_MAX_WORKERS = 64  # the grpc.max.workers setting's default
+# Worker threads no RPC waiting for the event thread may take (health, NOT_CONTROLLER, ...).
+RESERVED_WORKERS = 8
+
 
 class ControllerGrpcServer:
     def __init__(
         self,
         address: str,
         *,
-        max_workers: int = 8,
+        max_workers: int = DEFAULT_MAX_WORKERS,
         tls: ServerTls | None = None,
         interceptors: Sequence[grpc.ServerInterceptor] = (),
     ) -> None:
+        if max_workers <= RESERVED_WORKERS:
+            raise ValueError(
+                f"max_workers must exceed the {RESERVED_WORKERS} reserved threads, "
+                f"got {max_workers}"
+            )
+        self.waiting = WaitingSlots(max_workers - RESERVED_WORKERS)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers),
             interceptors=list(interceptors),

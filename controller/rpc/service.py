@@ -14,22 +14,23 @@ import grpc
 from controller.api.errors import Errors
 from controller.api.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 from controller.core.events import AllocateProducerIds, AlterPartitionReceived, ControlledShutdown
-from controller.rpc.calls import await_reply, error_code
+from controller.rpc.calls import UNBOUNDED, WaitingSlots, await_reply, error_code
 
 if TYPE_CHECKING:
     from controller.core.controller import Controller
 
 
 class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: Controller, slots: WaitingSlots = UNBOUNDED) -> None:
         self._ctl = controller
+        self._slots = slots  # the server's bulkhead (``WaitingSlots``)
 
     def ControlledShutdown(
         self, request: controller_pb2.ControlledShutdownRequest, context: grpc.ServicerContext
     ) -> controller_pb2.ControlledShutdownResponse:
         event = ControlledShutdown(broker_id=request.broker_id, broker_epoch=request.broker_epoch)
         try:
-            remaining = await_reply(self._ctl, event, context)
+            remaining = await_reply(self._ctl, event, context, slots=self._slots)
         except Exception as exc:
             return controller_pb2.ControlledShutdownResponse(
                 error_code=error_code(self._ctl, exc, context, "ControlledShutdown")
@@ -47,7 +48,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
     ) -> controller_pb2.AlterPartitionResponse:
         event = AlterPartitionReceived(request=request)
         try:
-            return await_reply(self._ctl, event, context)
+            return await_reply(self._ctl, event, context, slots=self._slots)
         except Exception as exc:
             return controller_pb2.AlterPartitionResponse(
                 error_code=error_code(self._ctl, exc, context, "AlterPartition")
@@ -58,7 +59,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
     ) -> controller_pb2.AllocateProducerIdsResponse:
         event = AllocateProducerIds(broker_id=request.broker_id, broker_epoch=request.broker_epoch)
         try:
-            block = await_reply(self._ctl, event, context)
+            block = await_reply(self._ctl, event, context, slots=self._slots)
         except Exception as exc:
             return controller_pb2.AllocateProducerIdsResponse(
                 error_code=error_code(self._ctl, exc, context, "AllocateProducerIds")

@@ -70,6 +70,14 @@ def test_defaults_are_kafkas_and_a_zero_socket_timeout_means_the_request_timeout
     assert zero.channel.connect_timeout_s == 4.0
 
 
+def test_grpc_max_workers_sizes_the_servers_waiting_slots(tmp_path: Path) -> None:
+    # All but the 8 reserved threads (health checks, NOT_CONTROLLER answers) may wait for the
+    # event thread.
+    assert daemon_with(tmp_path).grpc.waiting.capacity == 56
+    daemon = daemon_with(tmp_path, **{"grpc.max.workers": "20"})
+    assert daemon.grpc.waiting.capacity == 12
+
+
 def test_a_grpc_listen_without_a_host_binds_every_interface(tmp_path: Path) -> None:
     # ":PORT" passed validation (an empty host binds every interface, as metrics.listen
     # does) and then failed: "cannot bind the gRPC listener to :0".

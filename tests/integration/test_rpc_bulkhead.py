@@ -1,0 +1,125 @@
+"""The controller's gRPC server while its event thread is busy (a real ``ControllerGrpcServer``
+over the in-memory harness's controller, whose real event thread a test keeps busy): RPCs
+that wait for the event thread may not take every worker thread."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent import futures
+from dataclasses import dataclass
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from controller.api.errors import Errors
+from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
+from controller.rpc.admin_service import AdminServicer
+from controller.rpc.server import (
+    CONTROLLER_SERVICE,
+    RESERVED_WORKERS,
+    ControllerGrpcServer,
+    follow_active_state,
+)
+from controller.rpc.service import ControllerServicer
+from tests.harness import ControllerHarness
+from tests.support import wait_until
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+WAITING = 2  # RPCs that may wait for the event thread at once in these tests
+
+
+@dataclass
+class Served:
+    harness: ControllerHarness
+    server: ControllerGrpcServer
+    channel: grpc.Channel
+    broker_epoch: int
+    release: threading.Event  # set: the event thread is free again
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    h = ControllerHarness(controller_id=9)
+    epoch = h.register_broker(1).epoch
+    h.start()
+    server = ControllerGrpcServer("127.0.0.1:0", max_workers=RESERVED_WORKERS + WAITING)
+    server.add_controller_service(ControllerServicer(h.controller, server.waiting))
+    server.add_admin_service(AdminServicer(h.controller, server.waiting))
+    follow_active_state(server, h.controller)
+    server.start()
+    h.controller.events.start()  # the real event thread
+    release = threading.Event()
+    channel = grpc.insecure_channel(server.address)
+    try:
+        yield Served(h, server, channel, epoch, release)
+    finally:
+        release.set()
+        channel.close()
+        server.stop(grace=0)
+        h.close()
+
+
+def busy_event_thread(s: Served) -> None:
+    """Keep the event thread busy until ``s.release`` is set (a long event in progress)."""
+    started = threading.Event()
+
+    def hold(_ctl: object) -> None:
+        started.set()
+        s.release.wait(60)
+
+    threading.Thread(target=s.harness.controller.call, args=(hold, 90), daemon=True).start()
+    assert started.wait(10)
+
+
+def health_status(channel: grpc.Channel, service: str) -> int:
+    stub = health_pb2_grpc.HealthStub(channel)
+    return stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status
+
+
+def test_waiting_rpcs_cannot_take_the_threads_health_checks_need(served: Served) -> None:
+    """More broker requests than the server has threads, while the event thread is busy: as
+    many as there are waiting slots wait; every other one is answered RESOURCE_EXHAUSTED at
+    once (not queued, so nothing is applied twice); health checks and admin requests still
+    get answers, and the waiting requests are answered once the event thread is free."""
+    s = served
+    wait_until(lambda: health_status(s.channel, CONTROLLER_SERVICE) == SERVING, timeout=10)
+    busy_event_thread(s)
+    stub = controller_pb2_grpc.ControllerServiceStub(s.channel)
+    request = controller_pb2.AllocateProducerIdsRequest(broker_id=1, broker_epoch=s.broker_epoch)
+    callers = futures.ThreadPoolExecutor(RESERVED_WORKERS + WAITING + 4)
+    try:
+        waiting = [callers.submit(stub.AllocateProducerIds, request, timeout=60)]
+        wait_until(lambda: s.server.waiting.in_use == SERVING, timeout=10)
+        waiting.append(callers.submit(stub.AllocateProducerIds, request, timeout=60))
+        wait_until(lambda: s.server.waiting.in_use == WAITING, timeout=10)
+        # As many more as the server has threads: without the bulkhead they would take them.
+        extra = [
+            callers.submit(stub.AllocateProducerIds, request, timeout=60)
+            for _ in range(RESERVED_WORKERS + WAITING)
+        ]
+        for call in extra:
+            with pytest.raises(grpc.RpcError) as refused:
+                call.result(timeout=20)  # well before the event thread is released
+            assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "resend" in (refused.value.details() or "")
+        assert not s.release.is_set()
+        assert health_status(s.channel, CONTROLLER_SERVICE) == SERVING
+        with pytest.raises(grpc.RpcError) as admin_refused:  # admin requests share the slots
+            admin_pb2_grpc.AdminServiceStub(s.channel).ListPartitionReassignments(
+                admin_pb2.ListPartitionReassignmentsRequest(), timeout=10
+            )
+        assert admin_refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert not any(call.done() for call in waiting)
+
+        s.release.set()
+        blocks = [call.result(timeout=20) for call in waiting]
+        assert [b.error_code for b in blocks] == [Errors.NONE, Errors.NONE]
+        assert s.server.waiting.in_use == 0
+        # Consecutive blocks: the refused requests were never queued, so none was allocated.
+        starts = sorted(b.producer_id_start for b in blocks)
+        assert starts[1] - starts[0] == blocks[0].producer_id_len
+    finally:
+        s.release.set()
+        callers.shutdown(wait=False, cancel_futures=True)
