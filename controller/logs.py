@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterable
+from itertools import islice
 from typing import IO, Any, Literal
 
 import structlog
@@ -187,6 +189,16 @@ def set_level(level: int | str) -> None:
 def get_logger(name: str, **initial: Any) -> structlog.stdlib.BoundLogger:
     logger: structlog.stdlib.BoundLogger = structlog.stdlib.get_logger(name, **initial)
     return logger
+
+
+#: How many items a line about many partitions names (the rest are counted, not listed).
+LOG_SAMPLE_SIZE = 10
+
+
+def log_sample(items: Iterable[Any], size: int = LOG_SAMPLE_SIZE) -> list[str]:
+    """The first ``size`` items as text: one line about a request that names 100k partitions
+    must not take the event thread seconds to write (or one line per partition)."""
+    return [str(item) for item in islice(items, size)]
 
 
 def bind_controller_context(controller_id: int, epoch: int) -> None:

@@ -56,6 +56,7 @@ from controller.core.events import (
     UncleanLeaderElectionEnable,
 )
 from controller.core.model import NO_LEADER, LeaderAndIsr, PartitionState, TopicPartition
+from controller.logs import log_sample
 from controller.zk import codecs, paths
 from controller.zk.errors import ControllerMovedError, MalformedZnodeError
 from controller.zk.watches import ZNodeChangeHandler
@@ -169,24 +170,16 @@ class LeaderElections:
         all_topics = ctx.all_topics
         results: ElectionOutcome = {}
         electable: set[TopicPartition] = set()
+        unknown: list[TopicPartition] = []
+        deleting: list[TopicPartition] = []
         for tp in sorted(partitions):
             if tp.topic not in all_topics or not ctx.partition_replica_assignment(tp):
-                log.info(
-                    "skipping leader election for a partition that does not exist",
-                    partition=str(tp),
-                    election_type=election_type.value,
-                    trigger=trigger.value,
-                )
+                unknown.append(tp)
                 results[tp] = ApiError(
                     Errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
                 )
             elif ctx.is_topic_queued_up_for_deletion(tp.topic):
-                log.warning(
-                    "skipping leader election for a partition of a topic being deleted",
-                    partition=str(tp),
-                    election_type=election_type.value,
-                    trigger=trigger.value,
-                )
+                deleting.append(tp)
                 results[tp] = ApiError(Errors.INVALID_TOPIC_EXCEPTION, "The topic is being deleted")
             elif ctx.partition_leader_and_isr(tp) is None:
                 # Kafka's ``partitionLeadershipInfo(tp).get`` would throw here.
@@ -198,6 +191,24 @@ class LeaderElections:
                 results[tp] = ApiError(Errors.ELECTION_NOT_NEEDED)
             else:
                 electable.add(tp)
+        if unknown:
+            # One line per request: a line per partition made a 100k-partition request of
+            # missing partitions hold the event thread for seconds (Kafka logs none).
+            log.info(
+                "skipping leader election for partitions that do not exist",
+                count=len(unknown),
+                partitions=log_sample(unknown),
+                election_type=election_type.value,
+                trigger=trigger.value,
+            )
+        if deleting:
+            log.warning(
+                "skipping leader election for partitions of topics being deleted",
+                count=len(deleting),
+                partitions=log_sample(deleting),
+                election_type=election_type.value,
+                trigger=trigger.value,
+            )
         for tp, outcome in self.on_replica_election(electable, election_type, trigger).items():
             if isinstance(outcome, LeaderAndIsr):
                 results[tp] = outcome.leader

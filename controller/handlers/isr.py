@@ -33,6 +33,7 @@ from controller.core.alter_partition import (
 from controller.core.events import AlterPartitionReceived, IsrChangeNotification, NotControllerError
 from controller.core.model import LeaderAndIsr, LeaderRecoveryState, TopicPartition
 from controller.handlers.context_loader import update_leader_and_isr_cache
+from controller.logs import log_sample
 from controller.zk.errors import ControllerMovedError, NoNodeError
 
 if TYPE_CHECKING:
@@ -218,6 +219,7 @@ class IsrChanges:
         to_write: dict[TopicPartition, LeaderAndIsr] = {}
         items: dict[TopicPartition, _Item] = {}
         requested: list[TopicPartition] = []
+        refused: list[tuple[TopicPartition, Verdict]] = []
         for group in groups:
             for item in group.items:
                 if item.tp is None:
@@ -235,13 +237,22 @@ class IsrChanges:
                 if item.verdict.outcome is Outcome.WRITE:
                     to_write[item.tp] = item.proposed
                 elif item.verdict.outcome is Outcome.REJECT:
-                    log.info(
-                        "refusing AlterPartition for a partition",
-                        broker_id=request.broker_id,
-                        partition=str(item.tp),
-                        error=item.verdict.error.name,
-                        reason=item.verdict.reason,
-                    )
+                    refused.append((item.tp, item.verdict))
+        if refused:
+            # One line per request: a line per partition made a 100k-partition request hold
+            # the event thread for seconds (Kafka logs none for unknown partitions).
+            errors: dict[str, int] = {}
+            for _, verdict in refused:
+                errors[verdict.error.name] = errors.get(verdict.error.name, 0) + 1
+            log.info(
+                "refusing AlterPartition for partitions",
+                broker_id=request.broker_id,
+                count=len(refused),
+                errors=errors,
+                partitions=log_sample(
+                    f"{tp}: {verdict.error.name} ({verdict.reason})" for tp, verdict in refused
+                ),
+            )
 
         written: list[TopicPartition] = []
         if to_write:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from controller.api.errors import ApiError, Errors
 from controller.api.v1 import controller_pb2
@@ -20,6 +21,7 @@ from controller.core.events import (
     ReplicaLeaderElection,
 )
 from controller.core.model import TopicPartition
+from controller.logs import LOG_SAMPLE_SIZE
 from tests.harness import ControllerHarness
 from tests.harness.malformed import HEALTHY, healthy_cluster, snapshot, still_serving
 
@@ -157,6 +159,29 @@ def test_alter_partition_with_bad_fields_is_refused_and_writes_nothing(
     still_serving(h, before)
 
 
+def test_many_refused_partitions_of_one_alter_partition_are_logged_in_one_line(
+    h: ControllerHarness,
+) -> None:
+    # A line per partition made a 100k-partition request hold the event thread for seconds.
+    request = isr_request(h)
+    template = request.topics[0].partitions[0]
+    del request.topics[0].partitions[:]
+    for index in range(1000, 1500):  # partitions "healthy" does not have
+        request.topics[0].partitions.add().CopyFrom(template)
+        request.topics[0].partitions[-1].partition_index = index
+    with capture_logs() as logs:
+        response = alter_partition(h, request)
+    assert set(partition_errors(response)) == {Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    refusals = [e for e in logs if "refusing AlterPartition" in e["event"]]
+    assert len(refusals) == 1
+    assert refusals[0]["count"] == 500
+    assert refusals[0]["errors"] == {"UNKNOWN_TOPIC_OR_PARTITION": 500}
+    assert len(refusals[0]["partitions"]) == LOG_SAMPLE_SIZE
+    assert refusals[0]["partitions"][0].startswith("healthy-1000: UNKNOWN_TOPIC_OR_PARTITION")
+    # Nothing else is logged per partition either, at INFO and above.
+    assert len([e for e in logs if e["log_level"] != "debug"]) < 10
+
+
 def elect(h: ControllerHarness, partitions: set[TopicPartition], kind: ElectionType) -> Any:
     event = ReplicaLeaderElection(
         partitions=frozenset(partitions),
@@ -188,3 +213,17 @@ def test_elect_leaders_for_unknown_or_impossible_partitions_answers_each(
     assert isinstance(result[HEALTHY], ApiError)
     assert result[HEALTHY].error is Errors.ELECTION_NOT_NEEDED
     still_serving(h, before)
+
+
+def test_many_unknown_partitions_of_one_election_are_logged_in_one_line(
+    h: ControllerHarness,
+) -> None:
+    asked = {TopicPartition("no such topic", p) for p in range(500)}
+    with capture_logs() as logs:
+        result = elect(h, asked, ElectionType.PREFERRED)
+    assert len(result) == 500
+    skipped = [e for e in logs if "do not exist" in e["event"]]
+    assert len(skipped) == 1
+    assert skipped[0]["count"] == 500
+    assert skipped[0]["partitions"] == [f"no such topic-{p}" for p in range(LOG_SAMPLE_SIZE)]
+    assert len([e for e in logs if e["log_level"] != "debug"]) < 10
