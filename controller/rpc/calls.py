@@ -125,13 +125,17 @@ def _queue_and_wait(
 
 
 def error_code(ctl: Controller, exc: BaseException, context: grpc.ServicerContext, rpc: str) -> int:
-    """The response error code for ``exc``; NOT_CONTROLLER also names the active controller.
-    An ``RpcStatus`` ends the RPC with its status instead (``context.abort`` raises)."""
+    """The response error code for ``exc``; NOT_CONTROLLER also names the active controller
+    (never this node). An ``RpcStatus`` ends the RPC with its status instead
+    (``context.abort`` raises)."""
     if isinstance(exc, RpcStatus):
         context.abort(exc.code, exc.details)
     code = error_for_exception(exc)
     if code == Errors.NOT_CONTROLLER:
-        set_controller_hint(context, ctl.active_controller_id)
+        # A controller that has just found itself moved (a fenced ZooKeeper write) still names
+        # itself active until its resignation is processed: such a hint sends the caller back.
+        if ctl.active_controller_id != ctl.controller_id:
+            set_controller_hint(context, ctl.active_controller_id)
     elif code == Errors.UNKNOWN_SERVER_ERROR:
         log.error("controller RPC failed", rpc=rpc, error=str(exc))
     return int(code)
