@@ -39,6 +39,7 @@ from grpc_reflection.v1alpha import reflection
 
 from controller.admin.controller_client import ControllerClient
 from controller.api import MESSAGE_SIZE_OPTIONS
+from controller.api.malformed import MalformedRequestInterceptor
 from controller.api.v1 import broker_pb2, broker_pb2_grpc
 from controller.broker.isr_manager import AlterPartitionManager
 from controller.broker.registration import BrokerRegistrar
@@ -204,9 +205,13 @@ class BrokerServer:
                 max_workers=self.config.max_workers,
                 thread_name_prefix=f"broker-{self.broker_id}-grpc",
             ),
+            # Authorization first; then bad bytes end INVALID_ARGUMENT (the parser runs last).
+            interceptors=[
+                *authz.interceptors(self.config.authorization_rules()),
+                MalformedRequestInterceptor(),
+            ],
             # no SO_REUSEPORT: two brokers must never silently share a port
             options=[*MESSAGE_SIZE_OPTIONS, ("grpc.so_reuseport", 0)],
-            interceptors=authz.interceptors(self.config.authorization_rules()),
         )
         broker_pb2_grpc.add_BrokerServiceServicer_to_server(
             BrokerServicer(self.state, self.replication.handle_fetch), server

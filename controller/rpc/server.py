@@ -32,6 +32,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from controller.api import MESSAGE_SIZE_OPTIONS
+from controller.api.malformed import MalformedRequestInterceptor
 from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
 from controller.rpc.calls import WaitingSlots
 from controller.security.tls import ServerTls, add_port
@@ -64,7 +65,8 @@ class ControllerGrpcServer:
         self.waiting = WaitingSlots(max_workers - RESERVED_WORKERS)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers),
-            interceptors=list(interceptors),
+            # Last: authorization runs before a request is parsed.
+            interceptors=[*interceptors, MalformedRequestInterceptor()],
             # gRPC shares a port with SO_REUSEPORT by default: a second controller given the
             # same grpc.listen would start, advertise the same address, and brokers and admin
             # tools would land on the standby at random. Large AlterPartition requests and

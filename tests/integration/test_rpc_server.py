@@ -1,13 +1,22 @@
-"""The controller's gRPC listener: a port is never shared, and a bind failure is a clear
-OSError (the daemon reports it and exits), not a traceback from grpcio."""
+"""The controller's gRPC listener: a port is never shared, a bind failure is a clear
+OSError (the daemon reports it and exits), not a traceback from grpcio, and bytes that are no
+request are INVALID_ARGUMENT naming the method."""
 
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
+from typing import Any
 
+import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from controller.api.errors import Errors
+from controller.api.v1 import broker_pb2, broker_pb2_grpc, controller_pb2, controller_pb2_grpc
+from controller.broker import BrokerConfig, BrokerServer
 from controller.rpc.server import ControllerGrpcServer
+from controller.rpc.service import ControllerServicer
 
 
 def test_a_second_controller_cannot_share_the_grpc_port() -> None:
@@ -29,3 +38,64 @@ def test_a_port_held_by_another_program_is_an_oserror() -> None:
         port = holder.getsockname()[1]
         with pytest.raises(OSError, match=f"cannot bind the gRPC listener to 127.0.0.1:{port}"):
             ControllerGrpcServer(f"127.0.0.1:{port}")
+
+
+# Not a message: field 1, length-delimited, 5 bytes announced and 2 sent (a truncated request).
+GARBAGE = b"\x0a\x05ab"
+
+
+def raw_call(channel: grpc.Channel, method: str) -> Callable[..., Any]:
+    """A call that sends bytes as they are (no serializer) and gets the raw answer back."""
+    return channel.unary_unary(method, request_serializer=None, response_deserializer=None)
+
+
+def assert_malformed(channel: grpc.Channel, method: str) -> None:
+    with pytest.raises(grpc.RpcError) as failure:
+        raw_call(channel, method)(GARBAGE, timeout=10)
+    assert failure.value.code() is grpc.StatusCode.INVALID_ARGUMENT, failure.value.details()
+    name = method.rsplit("/", 1)[-1]
+    assert (failure.value.details() or "").startswith(f"malformed {name} request: ")
+
+
+class Standby:
+    """A controller that is not active: its answers need no event thread."""
+
+    controller_id = 1
+    active_controller_id = 2
+    is_active = False
+
+
+def test_malformed_request_bytes_are_invalid_argument_naming_the_method() -> None:
+    # grpcio parses before any servicer code runs; it answered INTERNAL "Exception
+    # deserializing request!", which reads as a server bug, not as the caller's.
+    server = ControllerGrpcServer("127.0.0.1:0")
+    server.add_controller_service(ControllerServicer(Standby()))  # type: ignore[arg-type]
+    server.start()
+    try:
+        with grpc.insecure_channel(server.address) as channel:
+            assert_malformed(channel, "/zkcontroller.v1.ControllerService/ControlledShutdown")
+            assert_malformed(channel, "/grpc.health.v1.Health/Check")
+            # The server goes on answering well-formed requests.
+            response = controller_pb2_grpc.ControllerServiceStub(channel).ControlledShutdown(
+                controller_pb2.ControlledShutdownRequest(broker_id=1, broker_epoch=1), timeout=10
+            )
+            assert response.error_code == Errors.NOT_CONTROLLER
+            health = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=10
+            )
+            assert health.status == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        server.stop(grace=0)
+
+
+def test_the_reference_broker_also_answers_malformed_bytes_invalid_argument() -> None:
+    broker = BrokerServer(BrokerConfig(1), broker_epoch=10).start()
+    try:
+        with grpc.insecure_channel(broker.address) as channel:
+            assert_malformed(channel, "/zkcontroller.v1.BrokerService/LeaderAndIsr")
+            response = broker_pb2_grpc.BrokerServiceStub(channel).UpdateMetadata(
+                broker_pb2.UpdateMetadataRequest(controller_id=1, broker_epoch=10), timeout=10
+            )
+            assert response.error_code == Errors.NONE
+    finally:
+        broker.stop(grace=0)
