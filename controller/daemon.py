@@ -183,6 +183,7 @@ class ControllerDaemon:
                 }
             ),
         )
+        self.grpc.waiting.on_refused = self.metrics.inc_rpc_requests_refused
         self.grpc.add_controller_service(ControllerServicer(self.controller, self.grpc.waiting))
         self.grpc.add_admin_service(AdminServicer(self.controller, self.grpc.waiting))
         self.http: ControllerHttpServer | None = None

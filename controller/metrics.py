@@ -334,6 +334,14 @@ class ControllerMetrics:
         # Every series at 0 from the start: Prometheus' increase() sees a first failure.
         for name in event_names():
             self._event_errors.labels(event=name)
+        self._rpcs_refused = Counter(
+            PREFIX + "rpc_requests_refused_total",
+            "RPCs answered RESOURCE_EXHAUSTED unprocessed because every gRPC thread that may "
+            "wait for the event thread was already waiting (grpc.max.workers); callers resend "
+            "them. By RPC (event) name.",
+            labelnames=("rpc",),
+            registry=r,
+        )
         self._disconnects = Counter(
             PREFIX + "zookeeper_disconnects_total",
             "Times this process's ZooKeeper connection was suspended (Kafka's "
@@ -476,6 +484,9 @@ class ControllerMetrics:
 
     def inc_event_errors(self, event_name: str) -> None:
         self._event_errors.labels(event=event_name).inc()
+
+    def inc_rpc_requests_refused(self, rpc: str) -> None:
+        self._rpcs_refused.labels(rpc=rpc).inc()
 
     def on_session_state(self, state: object) -> None:
         """A ZooKeeper session listener: counts suspensions (disconnects)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
@@ -41,22 +42,29 @@ class WaitingSlots:
     (``ControllerClient``) resends. ``None`` is no limit (tests' hand-built servers).
     """
 
-    def __init__(self, capacity: int | None) -> None:
+    def __init__(
+        self, capacity: int | None, on_refused: Callable[[str], None] | None = None
+    ) -> None:
         if capacity is not None and capacity < 1:
             raise ValueError(f"waiting slots must be at least 1, got {capacity}")
         self.capacity = capacity
+        self.on_refused = on_refused  # e.g. a metric: how often the bulkhead trips
         self._lock = threading.Lock()
         self.in_use = 0
 
     def acquire(self, rpc: str) -> None:
         with self._lock:
-            if self.capacity is not None and self.in_use >= self.capacity:
-                raise RpcStatus(
-                    grpc.StatusCode.RESOURCE_EXHAUSTED,
-                    f"{rpc} not processed: {self.capacity} requests are already waiting for "
-                    "the controller's event thread; resend it",
-                )
-            self.in_use += 1
+            full = self.capacity is not None and self.in_use >= self.capacity
+            if not full:
+                self.in_use += 1
+        if full:
+            if self.on_refused is not None:
+                self.on_refused(rpc)
+            raise RpcStatus(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{rpc} not processed: {self.capacity} requests are already waiting for "
+                "the controller's event thread; resend it",
+            )
 
     def release(self) -> None:
         with self._lock:

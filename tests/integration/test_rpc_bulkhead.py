@@ -91,7 +91,7 @@ def test_waiting_rpcs_cannot_take_the_threads_health_checks_need(served: Served)
     callers = futures.ThreadPoolExecutor(RESERVED_WORKERS + WAITING + 4)
     try:
         waiting = [callers.submit(stub.AllocateProducerIds, request, timeout=60)]
-        wait_until(lambda: s.server.waiting.in_use == SERVING, timeout=10)
+        wait_until(lambda: s.server.waiting.in_use == 1, timeout=10)
         waiting.append(callers.submit(stub.AllocateProducerIds, request, timeout=60))
         wait_until(lambda: s.server.waiting.in_use == WAITING, timeout=10)
         # As many more as the server has threads: without the bulkhead they would take them.

@@ -17,6 +17,7 @@ from controller import daemon as daemon_module
 from controller.config import load_config
 from controller.core.events import Resign, ResignPreempted
 from controller.daemon import ControllerDaemon
+from controller.rpc.calls import RpcStatus
 from controller.zk import paths
 from tests.harness import ControllerHarness
 
@@ -76,6 +77,14 @@ def test_grpc_max_workers_sizes_the_servers_waiting_slots(tmp_path: Path) -> Non
     assert daemon_with(tmp_path).grpc.waiting.capacity == 56
     daemon = daemon_with(tmp_path, **{"grpc.max.workers": "20"})
     assert daemon.grpc.waiting.capacity == 12
+    # A refusal is counted, so an operator sees the bulkhead trip.
+    daemon.grpc.waiting.capacity = 0
+    with pytest.raises(RpcStatus):
+        daemon.grpc.waiting.acquire("AlterPartition")
+    refused = daemon.metrics.registry.get_sample_value(
+        "kafka_controller_rpc_requests_refused_total", {"rpc": "AlterPartition"}
+    )
+    assert refused == 1
 
 
 def test_a_grpc_listen_without_a_host_binds_every_interface(tmp_path: Path) -> None:
@@ -166,6 +175,7 @@ def _sigterm_child(script: str, *, once: str) -> tuple[int, str, str]:
 _SIGNALS_DURING_STOP_CHILD = """
 import os, signal, time
 from controller.daemon import ControllerDaemon
+from controller.rpc.calls import RpcStatus
 
 class Stub:
     _on_reload = ControllerDaemon._on_reload
@@ -197,6 +207,7 @@ def test_signals_during_stop_do_not_kill_the_graceful_stop() -> None:
 _STOP_DURING_START_CHILD = """
 import threading, time
 from controller.daemon import ControllerDaemon
+from controller.rpc.calls import RpcStatus
 
 class Stub:
     def start(self):
