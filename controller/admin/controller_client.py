@@ -4,6 +4,8 @@ The active controller's id is in Kafka's ``/controller``; its address is in our
 ``/zk-controller/controllers/<id>``. A call that lands on a node that is no longer active
 comes back with NOT_CONTROLLER and (usually) the new controller's id in trailing metadata;
 the client follows it, re-reading ZooKeeper when there is no hint, until its deadline.
+``controller_once`` makes a single try instead, for a caller that retries on its own terms
+(the broker's controlled shutdown).
 
 With TLS (``channel_opener``, ``controller.security``) the channels are TLS and follow
 certificate rotations. A refusal by the controller's authorization (PERMISSION_DENIED,
@@ -94,9 +96,24 @@ class ControllerClient:
             lambda ch: getattr(controller_pb2_grpc.ControllerServiceStub(ch), method), request
         )
 
-    def _call(self, stub_method: Callable[[grpc.Channel], Any], request: Any) -> Any:
+    def controller_once(self, method: str, request: Any) -> Any:
+        """One try of ``controller``, for a caller with its own retry loop (the broker's
+        controlled shutdown, as Kafka's): no controller, no advertised address or a transport
+        failure (refused connection, ...) raises ``NoActiveControllerError`` at once; a
+        NOT_CONTROLLER hint is followed once, otherwise that response is returned. Only a
+        controller that accepts the call and does not answer makes it last ``timeout_s``."""
+        return self._call(
+            lambda ch: getattr(controller_pb2_grpc.ControllerServiceStub(ch), method),
+            request,
+            once=True,
+        )
+
+    def _call(
+        self, stub_method: Callable[[grpc.Channel], Any], request: Any, *, once: bool = False
+    ) -> Any:
         deadline = time.monotonic() + self.timeout_s
         target: int | None = None
+        followed_hint = False
         last_problem = "no controller is registered in /controller"
         while time.monotonic() < deadline:
             target = target if target is not None else self.active_controller_id()
@@ -104,6 +121,8 @@ class ControllerClient:
             if target is None or address is None:
                 if target is not None:
                     last_problem = f"controller {target} has not advertised an address"
+                if once:
+                    break
                 target = None
                 time.sleep(0.2)
                 continue
@@ -121,6 +140,8 @@ class ControllerClient:
                 last_problem = f"controller {target} at {address}: {exc.code().name}"
                 if exc.details():
                     last_problem += f" ({exc.details()})"
+                if once:
+                    break
                 target = None
                 time.sleep(0.2)
                 continue
@@ -129,8 +150,15 @@ class ControllerClient:
             hint = controller_hint(call.trailing_metadata())
             last_problem = f"controller {target} is no longer active"
             target = hint if hint is not None and hint != target else None
+            if once:
+                if target is None or followed_hint:
+                    return response  # the caller's next try re-reads /controller
+                followed_hint = True
+                continue
             if target is None:
                 time.sleep(0.2)
+        if once:
+            raise NoActiveControllerError(f"could not reach the active controller: {last_problem}")
         raise NoActiveControllerError(
             f"could not reach the active controller within {self.timeout_s:.0f}s: {last_problem}"
         )

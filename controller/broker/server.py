@@ -27,7 +27,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent import futures
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -273,13 +273,19 @@ class BrokerServer:
         server.stop(grace).wait()
         log.info("broker stopped", broker_id=self.broker_id)
 
-    def controlled_shutdown(self) -> bool:
+    def controlled_shutdown(
+        self,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        abandon: Callable[[], str | None] = lambda: None,
+    ) -> bool:
         """Run before ``stop`` on SIGTERM: ask the active controller to move this broker's
         leaderships away (``controller.broker.shutdown``, reference §2.9).
 
         Returns True when the controller reported nothing left to move. False when it is
-        disabled, the broker is not registered, or every attempt failed; the caller stops
-        the broker either way, as Kafka's broker does.
+        disabled, the broker is not registered, every attempt failed or ``abandon`` gave a
+        reason to stop trying (``sleep``: the backoff, which may end early for it); the caller
+        stops the broker either way, as Kafka's broker does.
         """
         if self._zk is None or self._registrar is None:
             log.info("not registered; skipping controlled shutdown", broker_id=self.broker_id)
@@ -289,7 +295,9 @@ class BrokerServer:
             self.broker_id,
             lambda: self.state.broker_epoch,
             self.config.controlled_shutdown,
+            sleep=sleep,
             channel_opener=self._channel_opener,
+            abandon=abandon,
         )
 
     def wait_for_termination(self, timeout: float | None = None) -> bool:

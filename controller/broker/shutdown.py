@@ -9,10 +9,21 @@ is left without a leader when it goes. Kafka's loop, with Kafka's settings:
 * ``controlled.shutdown.retry.backoff.ms`` (5000): the pause between attempts.
 
 An attempt succeeds when the controller answers NONE with no remaining partitions. It fails
-when no controller is registered, when the controller cannot be reached in time, when it
-answers an error (STALE_BROKER_EPOCH, BROKER_NOT_AVAILABLE, ...), or when partitions remain
-(typically this broker is the last in-sync replica). After the last attempt the broker shuts
-down anyway ("unclean shutdown"), as Kafka's does.
+when no controller is registered, when the controller cannot be reached, when it answers an
+error (STALE_BROKER_EPOCH, BROKER_NOT_AVAILABLE, ...), or when partitions remain (typically
+this broker is the last in-sync replica). After the last attempt the broker shuts down anyway
+("unclean shutdown"), as Kafka's does.
+
+One attempt is one RPC, as in Kafka (``NetworkClientUtils.awaitReady`` throws as soon as the
+connection fails): a controller without an advertised address or whose address refuses the
+connection fails the attempt at once, and only the backoff is waited. The request timeout
+bounds only a controller that accepts the call and then does not answer. So the worst case is
+``max_retries`` x request timeout + (``max_retries`` - 1) x backoff (100 s with Kafka's
+defaults); a controller that is down costs about the backoffs alone (10 s).
+
+``abandon`` lets the caller cut the loop short (the broker: a second SIGTERM/SIGINT): it is
+asked after each failed attempt and after each backoff, and a reason it returns skips the
+remaining attempts straight to the unclean shutdown.
 """
 
 from __future__ import annotations
@@ -81,7 +92,9 @@ def request_controlled_shutdown(
     *,
     channel_opener: ChannelOpener = PLAINTEXT,
 ) -> ShutdownAttempt:
-    """One attempt against the active controller (following NOT_CONTROLLER)."""
+    """One attempt: one ControlledShutdown RPC to the active controller (following a
+    NOT_CONTROLLER hint once), bounded by ``timeout_s``; an unreachable controller fails it
+    at once."""
     client = ControllerClient(zk, timeout_s=timeout_s, channel_opener=channel_opener)
     try:
         if client.active_controller_id() is None:
@@ -91,7 +104,7 @@ def request_controlled_shutdown(
         request = controller_pb2.ControlledShutdownRequest(
             broker_id=broker_id, broker_epoch=broker_epoch
         )
-        response = client.controller("ControlledShutdown", request)
+        response = client.controller_once("ControlledShutdown", request)
     except (NoActiveControllerError, ZkError, MalformedZnodeError) as exc:
         return ShutdownAttempt(str(exc))
     finally:
@@ -110,11 +123,13 @@ def controlled_shutdown(
     *,
     sleep: Callable[[float], None] = time.sleep,
     channel_opener: ChannelOpener = PLAINTEXT,
+    abandon: Callable[[], str | None] = lambda: None,
 ) -> bool:
     """Kafka's broker loop; True when the controller moved every leadership away.
 
     ``broker_epoch`` is read at each attempt: a broker that re-registered meanwhile (new
-    session) must send its new epoch, or the controller would call it stale.
+    session) must send its new epoch, or the controller would call it stale. ``abandon``
+    returns why to give up now (None: carry on); ``sleep`` may return early for it.
     """
     if not settings.enable:
         log.info("controlled shutdown is disabled", broker_id=broker_id)
@@ -148,8 +163,21 @@ def controlled_shutdown(
                 remaining=list(outcome.remaining),
                 retries_remaining=left,
             )
-        if left:
+        if not left:
+            break
+        reason = abandon()
+        if reason is None:
             sleep(settings.retry_backoff_ms / 1000)
+            reason = abandon()
+        if reason is not None:
+            log.warning(
+                "skipping the remaining controlled shutdown attempts; proceeding to do an "
+                "unclean shutdown",
+                broker_id=broker_id,
+                reason=reason,
+                attempts_skipped=left,
+            )
+            return False
     log.warning(
         "proceeding to do an unclean shutdown as all the controlled shutdown attempts failed",
         broker_id=broker_id,

@@ -12,8 +12,10 @@ the controller's requests (LeaderAndIsr, UpdateMetadata, StopReplica) and Fetch.
 defaults to the ZKC_* environment variable of the same setting.
 SIGTERM or SIGINT stops it cleanly: a controlled shutdown first (the active controller moves
 this broker's leaderships away; Kafka's controlled.shutdown.* settings), then deregistration,
-the gRPC grace period, and the ZooKeeper session is closed. SIGUSR1 simulates a failed log dir:
-every partition hosted at that moment goes offline on it (KAFKA_STORAGE_ERROR from then on)
+the gRPC grace period, and the ZooKeeper session is closed. A second SIGTERM or SIGINT during
+the controlled shutdown skips its remaining attempts and backoff (an attempt under way ends
+within its request timeout). SIGUSR1 simulates a failed log dir: every partition hosted at
+that moment goes offline on it (KAFKA_STORAGE_ERROR from then on)
 and the controller is told through /log_dir_event_notification, as Kafka's broker does;
 partitions created later land on a healthy dir. Exit codes: 0 on a requested stop,
 1 when ZooKeeper or the listen address is unusable, 2 for bad arguments, 4 when the broker id
@@ -26,6 +28,7 @@ import argparse
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 import structlog
@@ -114,6 +117,34 @@ def _feature_range(value: str) -> tuple[str, tuple[int, int]]:
             f"expected NAME=MIN-MAX with 1 <= MIN <= MAX <= {MAX_FEATURE_LEVEL}, got {value!r}"
         )
     return name.strip(), (lo, hi)
+
+
+class _SecondStop:
+    """During the controlled shutdown, a further SIGTERM/SIGINT means "stop now": the backoff
+    ends early and the remaining attempts are skipped. Kafka's broker offers no such escape,
+    but an operator who insists should not wait out every attempt and backoff."""
+
+    def __init__(self, inbox: SignalInbox) -> None:
+        self._inbox = inbox
+        self._signal: int | None = None
+
+    def sleep(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while self._signal is None and (left := deadline - time.monotonic()) > 0:
+            self._take(self._inbox.wait(left))
+
+    def reason(self) -> str | None:
+        while self._signal is None and (signum := self._inbox.wait(0)) is not None:
+            self._take(signum)
+        if self._signal is None:
+            return None
+        return f"{signal.Signals(self._signal).name} received during the controlled shutdown"
+
+    def _take(self, signum: int | None) -> None:
+        if signum in (signal.SIGINT, signal.SIGTERM):
+            self._signal = signum
+        elif signum is not None:
+            log.info("ignoring a signal while stopping", signal=signal.Signals(signum).name)
 
 
 def register(subparsers: Any) -> None:
@@ -292,7 +323,8 @@ def broker_command(args: argparse.Namespace) -> int:
         log.info("stopping broker", signal=signal.Signals(signum).name)
         # Kafka's controlled shutdown: leadership moves away while we still serve (the
         # controller's LeaderAndIsr/StopReplica must reach us), then we deregister.
-        server.controlled_shutdown()
+        second = _SecondStop(inbox)
+        server.controlled_shutdown(sleep=second.sleep, abandon=second.reason)
         return 0
     finally:
         server.stop(grace=5.0)

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,6 +27,8 @@ from controller.broker.shutdown import (
 )
 from controller.core.model import TopicPartition
 from controller.zk import paths
+from controller.zk.codecs import encode_controller
+from controller.zk.endpoints import ControllerEndpoint, encode_controller_endpoint
 from tests.cluster import Cluster
 from tests.support import REPO, kazoo, wait_until
 
@@ -281,3 +284,47 @@ def test_broker_cli_rejects_bad_controlled_shutdown_flags(zk_connect: str) -> No
         )  # fmt: skip
         assert done.returncode == 2, done
         assert flags[0] in done.stderr
+
+
+def test_a_second_sigterm_skips_the_remaining_attempts(cluster: Cluster, tmp_path: Path) -> None:
+    """/controller names a controller whose address refuses connections (crashed, session
+    not expired yet): each attempt fails at once, and a second SIGTERM during the (here one
+    minute) backoff ends the controlled shutdown; the broker deregisters and exits 0."""
+    observer = kazoo(cluster.connect)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    observer.create(paths.CONTROLLER, encode_controller(7, 1), ephemeral=True, makepath=True)
+    observer.create(
+        paths.controller_endpoint_path(7),
+        encode_controller_endpoint(ControllerEndpoint(7, dead, "127.0.0.1:1")),
+        makepath=True,
+    )
+    out_path = tmp_path / "broker-0.log"
+    with open(out_path, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "controller", "broker", "--zookeeper", cluster.connect,
+             "--broker-id", "0", "--session-timeout-ms", "6000",
+             "--controlled-shutdown-retry-backoff-ms", "60000"],
+            stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+            env={**os.environ, "ZK_CONNECT": "", "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+    try:
+        wait_until(lambda: observer.exists(paths.broker_path(0)) is not None,
+                   what="broker 0 registered")  # fmt: skip
+        proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: "controlled shutdown attempt failed" in out_path.read_text(),
+                   what="the first attempt failed")  # fmt: skip
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0  # not the 2 x 60 s of backoff left
+        log_text = out_path.read_text()
+        assert "skipping the remaining controlled shutdown attempts" in log_text
+        assert "SIGTERM received during the controlled shutdown" in log_text
+        assert log_text.count("controlled shutdown attempt failed") == 1
+        assert observer.exists(paths.broker_path(0)) is None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        observer.stop()
+        observer.close()
