@@ -57,7 +57,7 @@ from controller.core.model import UNKNOWN_BROKER_EPOCH, EndPoint, TopicPartition
 from controller.security import authz
 from controller.security.tls import PLAINTEXT, TlsSettings, add_port
 from controller.zk import paths
-from controller.zk.codecs import BrokerRegistration, encode_log_dir_event
+from controller.zk.codecs import INT32_MAX, BrokerRegistration, encode_log_dir_event
 from controller.zk.errors import ZkError
 from controller.zk.port import ZkPort
 
@@ -122,8 +122,10 @@ class BrokerConfig:
     broker_principals: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
-        if self.broker_id < 0:
-            raise ValueError(f"broker id must be >= 0, got {self.broker_id}")
+        # Kafka's broker.id is an int32: a larger id would register a znode the controller
+        # ignores, and fail every request that carries it.
+        if not 0 <= self.broker_id <= INT32_MAX:
+            raise ValueError(f"broker id must be in [0, {INT32_MAX}], got {self.broker_id}")
         parse_host_port(self.listen)  # fail early on a malformed address
         mutual = self.tls is not None and self.tls.client_auth_required
         for name, value in (

@@ -59,6 +59,7 @@ from controller.security.cli import (
 from controller.security.tls import TlsConfigError
 from controller.signals import SignalInbox
 from controller.zk.chroot import create_chroot_if_necessary
+from controller.zk.codecs import INT32_MAX
 from controller.zk.errors import ZkError
 from controller.zk.kazoo_port import KazooPort
 
@@ -240,9 +241,17 @@ def broker_command(args: argparse.Namespace) -> int:
     if not args.zookeeper:
         print("zk-controller broker: --zookeeper or ZK_CONNECT is required", file=sys.stderr)
         return 2
-    if args.broker_id < 0 or args.session_timeout_ms <= 0:
+    if not 0 <= args.broker_id <= INT32_MAX:  # Kafka's broker.id is an int32
         print(
-            "zk-controller broker: --broker-id and --session-timeout-ms must be positive",
+            f"zk-controller broker: --broker-id must be in [0, {INT32_MAX}], "
+            f"got {args.broker_id}",
+            file=sys.stderr,
+        )
+        return 2
+    if args.session_timeout_ms <= 0:
+        print(
+            "zk-controller broker: --session-timeout-ms must be positive, "
+            f"got {args.session_timeout_ms}",
             file=sys.stderr,
         )
         return 2
