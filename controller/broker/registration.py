@@ -10,7 +10,8 @@ Done the way Kafka's ``KafkaZkClient.registerBroker`` does it (reference §1.4, 
   session is ours (a create whose reply was lost and that was resent, ZOOKEEPER-2985); a node
   owned by a session this registrar held before (e.g. the deletion of an expired session's
   ephemerals not yet visible on the server we reconnected to) is deleted and re-created; any
-  other owner means the broker id is taken: ``BrokerIdInUseError``.
+  other owner means the broker id is taken: ``BrokerIdInUseError`` (also for a persistent
+  node, owner 0, which never expires: the error says to delete it by hand).
 * After a session expiry (``LOST`` followed by ``CONNECTED`` on a new session) the broker
   registers again, which gives it a new epoch. That runs on a worker thread because session
   listeners must not block, and it retries until it succeeds or the registrar stops.
@@ -37,15 +38,26 @@ RETRY_BACKOFF_S = 1.0
 
 
 class BrokerIdInUseError(Exception):
-    """``/brokers/ids/N`` exists and belongs to another live session (another broker)."""
+    """``/brokers/ids/N`` exists and belongs to another live session (another broker), or is
+    a persistent node (``owner`` 0), which no session expiry will ever remove."""
 
     def __init__(self, broker_id: int, owner: int) -> None:
         self.broker_id = broker_id
         self.owner = owner
-        super().__init__(
-            f"broker id {broker_id} is already registered in ZooKeeper by session {owner:#x}; "
-            "another broker with this id is running (or its session has not expired yet)"
-        )
+        path = paths.broker_path(broker_id)
+        if owner == 0:
+            message = (
+                f"broker id {broker_id} cannot register: {path} (under the ZooKeeper chroot) "
+                "is a persistent (non-ephemeral) znode, which no session expiry removes; "
+                "delete it by hand"
+            )
+        else:
+            message = (
+                f"broker id {broker_id} is already registered in ZooKeeper by session "
+                f"{owner:#x}; another broker with this id is running (or its session has not "
+                "expired yet)"
+            )
+        super().__init__(message)
 
 
 class BrokerRegistrar:

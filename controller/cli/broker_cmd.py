@@ -19,7 +19,8 @@ that moment goes offline on it (KAFKA_STORAGE_ERROR from then on)
 and the controller is told through /log_dir_event_notification, as Kafka's broker does;
 partitions created later land on a healthy dir. Exit codes: 0 on a requested stop,
 1 when ZooKeeper or the listen address is unusable, 2 for bad arguments, 4 when the broker id
-is already registered by another live broker.
+is already registered by another live broker (or a persistent /brokers/ids/N node, which must
+be deleted by hand, blocks it).
 """
 
 from __future__ import annotations

@@ -592,6 +592,26 @@ def test_broker_id_registered_by_another_session_is_refused(
         other_port.stop()
 
 
+def test_persistent_broker_node_is_reported_as_one_to_delete_by_hand(
+    zk_port: KazooPort,
+) -> None:
+    # Not a live broker's registration: owner 0 never expires, waiting cannot help.
+    zk_port.ensure_path("/brokers/ids")
+    zk_port.create("/brokers/ids/5", b"{}")
+    _, before = zk_port.get("/brokers/ids/5")
+    assert before.ephemeral_owner == 0
+    server = BrokerServer(BrokerConfig(5), zk_port)
+    with pytest.raises(BrokerIdInUseError) as raised:
+        server.start()
+    message = str(raised.value)
+    assert "/brokers/ids/5" in message
+    assert "persistent (non-ephemeral) znode" in message
+    assert "delete it by hand" in message
+    assert "session 0x0" not in message and "another broker" not in message
+    _, after = zk_port.get("/brokers/ids/5")
+    assert after.czxid == before.czxid  # left alone: deleting it is the operator's call
+
+
 def test_leftover_node_of_a_previous_session_is_replaced(
     zk_connect: str, zk_port: KazooPort
 ) -> None:
