@@ -2,9 +2,10 @@
 
 It starts an embedded ZooKeeper (unless ``--zookeeper``/``ZK_CONNECT`` points at one), the
 controller (its log on this terminal), reference brokers (their logs under ``var/logs``) and a
-demo topic, then prints how to look around. Ctrl-C (or SIGTERM, SIGHUP) stops everything in
-order: brokers one at a time (each with a controlled shutdown while the controller is still
-there to move its leaderships), then the controller, then ZooKeeper.
+demo topic, then prints how to look around. Ctrl-C (or SIGTERM, SIGHUP, or a SIGINT sent to
+it alone, also when a script started it in the background) stops everything in order: brokers
+one at a time (each with a controlled shutdown while the controller is still there to move its
+leaderships), then the controller, then ZooKeeper.
 
 Every child runs in its own process group, so a terminal's Ctrl-C (or ``timeout``, or anything
 else that signals the whole group) reaches only this process, which does the ordering: had
@@ -210,6 +211,21 @@ def _watch(stack: _Stack, embedded: Any, stopping: Callable[[], bool]) -> str | 
     return None
 
 
+def _install_stop_handlers(stop: dict[str, bool]) -> None:
+    """SIGTERM, SIGHUP and SIGINT ask for the ordered stop (``stop["now"]``). SIGINT gets an
+    explicit handler too: a stack started in the background by a script inherits SIGINT
+    ignored, and Python then raises no KeyboardInterrupt, so ``kill -INT`` did nothing. A
+    second SIGINT raises KeyboardInterrupt, on which ``stop_all`` kills what is left."""
+
+    def request_stop(signum: int, frame: object) -> None:
+        if signum == signal.SIGINT and stop["now"]:
+            raise KeyboardInterrupt
+        stop["now"] = True
+
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, request_stop)
+
+
 def run(args: argparse.Namespace) -> int:
     var_dir = Path(args.var_dir).resolve()
     embedded = None
@@ -229,8 +245,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"stack: embedded ZooKeeper at {connect} (data in {var_dir / 'zookeeper'})")
     stack = _Stack(var_dir)
     stop = {"now": False}
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, lambda *_: stop.update(now=True))
+    _install_stop_handlers(stop)
     try:
         stack.spawn("controller-0", [
             "run", "--zookeeper", connect, "--controller-id", "0",
@@ -271,6 +286,8 @@ def run(args: argparse.Namespace) -> int:
             message = (created.stdout + created.stderr).strip()
             if created.returncode != 0:
                 print(f"stack: could not create the demo topic: {message}", file=sys.stderr)
+        if stop["now"]:
+            return 0
         _print_guide(args, connect, var_dir, stack)
         ended = _watch(stack, embedded, lambda: bool(stop["now"]))
         if ended is not None:

@@ -66,10 +66,11 @@ def _all_led(connect: str) -> Callable[[], bool]:
 
 @contextlib.contextmanager
 def running_stack(
-    tmp_path: Path, brokers: int, *extra: str
+    tmp_path: Path, brokers: int, *extra: str, sigint_ignored: bool = False
 ) -> Iterator[tuple[subprocess.Popen[bytes], Path, int]]:
     """``zk-controller stack`` in its own foreground group, as in a terminal, once its guide
-    is printed: (process, its output file, its ZooKeeper port). Killed if still running."""
+    is printed: (process, its output file, its ZooKeeper port). Killed if still running.
+    ``sigint_ignored``: started as a script's background job is (SIGINT inherited ignored)."""
     zk_port, metrics_port, grpc_port = free_ports(3)
     output = tmp_path / "stack.out"
     env = {k: v for k, v in os.environ.items() if k != "ZK_CONNECT"}
@@ -81,8 +82,10 @@ def running_stack(
     ]  # fmt: skip
     with output.open("wb") as out:
         stack = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+            if sigint_ignored else None,
+        )  # fmt: skip
     try:
         wait_until(
             lambda: "the cluster is up" in output.read_text(), timeout=120, what="the stack's guide"
@@ -122,6 +125,21 @@ def test_stack_runs_a_cluster_and_ctrl_c_stops_it_in_order(
         assert not process_alive(pid), f"broker pid {pid} still running"
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", zk_port), timeout=1).close()
+
+
+def test_kill_int_stops_a_stack_started_in_the_background(
+    zk_local_install: Path, tmp_path: Path
+) -> None:
+    """A script's background job inherits SIGINT ignored (no KeyboardInterrupt then): the
+    stack's own SIGINT handler still stops it, in order, as SIGTERM does."""
+    with running_stack(tmp_path, 1, "--topic", "", sigint_ignored=True) as (stack, output, _):
+        os.kill(stack.pid, signal.SIGINT)  # `kill -INT <pid>`: the stack alone
+        returncode = stack.wait(60)
+    text = output.read_text()
+    assert returncode == 0, text[-3000:]
+    order = [m.group(1) for m in re.finditer(r"stack: stopping (\S+)", text)][1:]
+    assert order == ["broker-1", "controller-0", "ZooKeeper"], text[-3000:]
+    assert text.rstrip().endswith("stack: stopped"), text[-2000:]
 
 
 def _children(pid: int) -> dict[int, str]:
