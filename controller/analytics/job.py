@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from controller.analytics import jit, outputs, report
+from controller.analytics import schema as S
 from controller.analytics.ingest import clean, read_logs
 from controller.analytics.session import get_session
 from controller.analytics.transforms.controller import epoch_summary
@@ -233,8 +234,15 @@ def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
 
     with timer.step("parse_and_facts"):
         records = clean(read_logs(spark, cfg.inputs))
-        if cfg.end is not None:  # later records can't matter; earlier ones set the state
-            records = records.where(F.col("ts").isNull() | (F.col("ts") <= F.lit(cfg.end)))
+        if cfg.end is not None:
+            # Later partition records can't matter (earlier ones set the state). Later
+            # controller records can: a gap with no controller that is open at --to ends
+            # with an election after it, and without that election the gap was lost.
+            records = records.where(
+                F.col("ts").isNull()
+                | (F.col("ts") <= F.lit(cfg.end))
+                | (F.col("kind") == S.KIND_CONTROLLER)
+            )
         # The one pass: parse, order each partition's history, reduce it to facts.
         facts = keep(outputs.facts(timeline(records), cfg.start, cfg.end))
         per_epoch = keep(epoch_summary(facts))

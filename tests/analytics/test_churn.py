@@ -171,6 +171,25 @@ def test_broker_down_events(spark, tmp_path: Path) -> None:
     assert (row.down_events, row.replicas_offline, row.isr_removals) == (2, 6, 3)
 
 
+def test_a_bounced_broker_is_a_down_event(spark, tmp_path: Path) -> None:
+    """A broker that restarted before its session expired: the controller handles its failure
+    and its return in one BrokerChange, so its replicas go offline and online again within
+    the same second, netting out. It went down once (and again at 500 s, in the same second
+    as well)."""
+    log = Log()
+    for p in range(2):
+        log.create(0, "t", p, [1, 2])
+    for start in (100.12, 500.3):
+        for p in range(2):
+            log.replica(start + 0.01 * p, "t", p, 1, "OnlineReplica", "OfflineReplica", 2, [2])
+        for p in range(2):
+            log.replica(start + 0.08 + 0.01 * p, "t", p, 1, "OfflineReplica", "OnlineReplica",
+                        2, [2])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    row = a["broker_churn_daily"].where("broker = 1").collect()[0]
+    assert (row.down_events, row.replicas_offline) == (2, 4)
+
+
 def test_a_replica_taken_offline_again_counts_once(spark, tmp_path: Path) -> None:
     """Broker 2's controlled shutdown takes its follower replicas offline; its exit moves
     them Offline again (with the one it led): each replica went offline once."""

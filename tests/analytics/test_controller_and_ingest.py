@@ -318,6 +318,39 @@ def test_a_failover_across_the_period_start_is_clipped_not_lost(spark, tmp_path:
     )
 
 
+def test_a_gap_open_at_the_period_end_is_kept_when_its_election_comes_after_it(
+    spark, tmp_path: Path
+) -> None:
+    """Through the job, whose --to drops later partition records before the pass: epoch 5
+    resigns at 1500 s and epoch 6 is elected at 2100 s, after --to (2000 s). The job had
+    dropped that election with the rest, so the gap (1500 -> 2000 s in the period) vanished
+    from controller_gaps, and the next period's run showed only its own part of it."""
+    from controller.analytics.job import JobConfig, analyze
+
+    log = Log(controller_id=1, epoch=5)
+    log.controller(0, "elected")
+    log.controller(1, "ready", "elected")
+    log.create(2, "t", 0, [1, 2])
+    log.controller(1500, "resigned", "ready")
+    log.new_controller(2100, controller_id=2, ready_after=5.0)
+    path = tmp_path / "in" / "log.jsonl"
+    path.parent.mkdir()
+    path.write_text("\n".join(log.lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    analyze(spark, JobConfig(inputs=[str(path)], output=str(out), start=at(1000), end=at(2000)))
+    from pyspark.testing import assertDataFrameEqual
+
+    assertDataFrameEqual(
+        spark.read.parquet(str(out / "controller_gaps")).select(
+            "gap_start", "gap_end", "gap_s", "cause"
+        ),
+        spark.createDataFrame(
+            [(at(1500), at(2000), 500.0, "resigned")],
+            "gap_start timestamp, gap_end timestamp, gap_s double, cause string",
+        ),
+    )
+
+
 def test_a_newest_controller_never_ready_leaves_a_gap_to_the_period_end(
     spark, tmp_path: Path
 ) -> None:

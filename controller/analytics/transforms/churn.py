@@ -45,7 +45,7 @@ BROKER_DAY = Fact(7, "broker churn per day", {
     "replicas_offline": "n5",
 })
 DOWN_SECOND = Fact(6, "replica transitions per broker-second", {
-    "broker": "k", "second": "t", "net_offline": "n1",
+    "broker": "k", "second": "t", "net_offline": "n1", "offline": "n2",
 })
 
 
@@ -109,6 +109,7 @@ def emit(bounds: Bounds) -> list[Column]:
             & c("event").isin(S.EV_BROKER_CHANGE, S.EV_CONTROLLED_SHUTDOWN, *S.EV_FAILOVER),
             broker=c("replica"), second=F.floor(us / 1_000_000),
             net_offline=F.when(c("to_state") == S.OFFLINE_REPLICA, 1).otherwise(-1),
+            offline=flag(c("to_state") == S.OFFLINE_REPLICA),
         ),
     ]
 
@@ -231,21 +232,26 @@ _BROKER_METRICS = (
 
 def _down_events(facts: DataFrame, periods: DataFrame) -> DataFrame:
     """Times a broker went down in the period: its replicas go OfflineReplica in a burst when
-    it fails or shuts down, and OnlineReplica in a burst when it returns. Seconds with more
-    offline than online transitions are "down"; a down second after an up one (or the first
-    in the log) is an event.
+    it fails or shuts down, and OnlineReplica in a burst when it returns. A second with more
+    offline than online transitions leaves the broker down, one with fewer leaves it up, and
+    an even one leaves it as it was. A second with offline transitions while the broker was
+    up (or first in the log) is an event: a burst down, or a bounce, whose failure and
+    return the controller handles in one BrokerChange, so they net out within the second.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     c = F.col
     per_second = DOWN_SECOND.view(facts)
-    w = Window.partitionBy("cluster", "broker").orderBy("second")
-    down = c("net_offline") > 0
+    before = (
+        Window.partitionBy("cluster", "broker").orderBy("second")
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
+    ends_down = F.when(c("net_offline") != 0, c("net_offline") > 0)  # null: unchanged
     return (
-        per_second.where(c("net_offline") != 0)
-        .withColumn("_prev_down", F.lag(down).over(w))
-        .where(down & ~F.coalesce(c("_prev_down"), F.lit(False)))
+        per_second.where((c("net_offline") != 0) | (c("offline") > 0))
+        .withColumn("_prev_down", F.last(ends_down, ignorenulls=True).over(before))
+        .where((c("offline") > 0) & ~F.coalesce(c("_prev_down"), F.lit(False)))
         .join(F.broadcast(periods), "cluster")
         .where(c("second") >= F.floor(F.unix_micros(c("period_start")) / 1_000_000))
         .groupBy("cluster", "broker",
