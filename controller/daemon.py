@@ -58,7 +58,7 @@ from controller.zk.chroot import create_chroot_if_necessary
 from controller.zk.endpoints import ControllerEndpoint, encode_controller_endpoint
 from controller.zk.errors import NodeExistsError
 from controller.zk.kazoo_port import KazooPort
-from controller.zk.port import SessionState
+from controller.zk.port import EventType, SessionState, WatchEvent
 
 log = structlog.get_logger("controller.daemon")
 
@@ -238,19 +238,43 @@ class ControllerDaemon:
         )
 
     def _register_endpoint(self) -> None:
-        """Advertise our addresses for admin tools (ephemeral; re-created on a new session)."""
+        """Advertise our addresses for admin tools and brokers (ephemeral), and keep them
+        advertised: a watch on the node registers them again when it goes.
+
+        A node held by another live session is never taken over. It is our previous
+        process's (its session not expired yet: it goes within a session timeout) or a
+        second process started with our id by mistake; taking it over would point brokers
+        and admin tools at that duplicate, and its exit would leave no address at all (as
+        Kafka refuses a broker id in use, the first holder keeps it)."""
+        if self._stopped:
+            return
         path = paths.controller_endpoint_path(self.config.controller_id)
         data = encode_controller_endpoint(self.endpoint())
         try:
             self.port.ensure_path(paths.CONTROLLER_ENDPOINTS)
-            try:
+            with contextlib.suppress(NodeExistsError):  # whose it is: read below
                 self.port.create(path, data, ephemeral=True)
-            except NodeExistsError:
-                # Left by our previous session (or another node with our id): take it over.
-                self.port.delete(path)
-                self.port.create(path, data, ephemeral=True)
+            stat = self.port.exists(path, watch=self._on_endpoint_event)
+            if stat is None:  # gone again meanwhile: the watch saw it go
+                return
+            owner = stat.ephemeral_owner
+            if owner != self.port.session_id:
+                log.error(
+                    "the controller endpoint znode is held by another ZooKeeper session: "
+                    "another controller with this controller.id is running, or our previous "
+                    "process's session has not expired yet; not advertising until it goes",
+                    path=path,
+                    owner=f"0x{owner:x}",
+                    controller_id=self.config.controller_id,
+                )
         except Exception as exc:
             log.error("could not advertise the controller endpoint", path=path, error=str(exc))
+
+    def _on_endpoint_event(self, event: WatchEvent) -> None:
+        # On ZooKeeper's event thread: register off it. A lost session (NONE) is handled by
+        # _on_session_state, once the new session is connected.
+        if event.type is EventType.DELETED and not self._stopped:
+            threading.Thread(target=self._register_endpoint, daemon=True).start()
 
     def _on_session_state(self, state: SessionState) -> None:
         # A new session after an expiry: our ephemeral endpoint znode is gone. Re-create it off

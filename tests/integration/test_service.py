@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kazoo.exceptions import NoNodeError
 
 from controller.zk.server import free_port
 from tests.support import CLI, REPO, ControllerProcess, kazoo, wait_until
@@ -205,3 +206,102 @@ def test_stop_with_a_busy_event_thread_frees_controller_without_waiting_for_it(
         release.set()
         observer.stop()
         daemon.stop()
+
+
+def test_a_second_controller_with_the_same_id_does_not_take_over_the_endpoint(
+    zk_connect: str, tmp_path: Path
+) -> None:
+    """A second ``run`` with controller 1's id, started by mistake: it used to replace the
+    active controller's endpoint znode with its own addresses (brokers and admin tools then
+    asked the duplicate, a standby), and its exit deleted it, leaving the cluster with no
+    address for its controller. The first holder keeps the node; one deleted by hand comes
+    back."""
+    from controller.zk import paths
+    from controller.zk.endpoints import decode_controller_endpoint
+
+    path = paths.controller_endpoint_path(1)
+    client = kazoo(zk_connect)
+    first = ControllerProcess(zk_connect, 1, tmp_path / "first")
+    second: ControllerProcess | None = None
+    try:
+        first.wait_serving()
+        wait_until(lambda: first.active() == 1, what="controller 1 active")
+
+        def advertised() -> tuple[str, int] | None:
+            stat = client.exists(path)
+            if stat is None:
+                return None
+            data, _ = client.get(path)
+            return decode_controller_endpoint(1, data).grpc, stat.ephemeralOwner
+
+        wait_until(advertised, what="endpoint advertised")
+        ours = advertised()
+        assert ours is not None and ours[0].endswith(f":{first.grpc_port}")
+
+        second = ControllerProcess(zk_connect, 1, tmp_path / "second")
+        second.wait_serving()
+        wait_until(
+            lambda: _logged(
+                second,
+                "the controller endpoint znode is held by another ZooKeeper session: "
+                "another controller with this controller.id is running, or our previous "
+                "process's session has not expired yet; not advertising until it goes",
+            ),
+            what="the duplicate reports the endpoint held by another session",
+        )
+        assert advertised() == ours
+        assert second.terminate() == 0
+        assert advertised() == ours  # its exit took nothing away
+        assert first.active() == 1
+
+        client.delete(path)  # by hand: the active controller advertises itself again
+        wait_until(lambda: advertised() is not None, what="endpoint re-created")
+        assert advertised() == ours
+    finally:
+        if second is not None:
+            second.close()
+        first.terminate()
+        first.close()
+        client.stop()
+        client.close()
+
+
+def test_a_restarted_controller_advertises_itself_once_its_old_session_expires(
+    zk_connect: str, tmp_path: Path
+) -> None:
+    """kill -9, then a restart within the session timeout: the old session's endpoint node
+    stays until ZooKeeper expires it (4 s here); the watch then advertises the new process."""
+    from controller.zk import paths
+    from controller.zk.endpoints import decode_controller_endpoint
+
+    path = paths.controller_endpoint_path(1)
+    client = kazoo(zk_connect)
+    old = ControllerProcess(zk_connect, 1, tmp_path / "old")
+    new: ControllerProcess | None = None
+    try:
+        old.wait_serving()
+        wait_until(lambda: client.exists(path) is not None, what="endpoint advertised")
+        old.kill()
+        new = ControllerProcess(zk_connect, 1, tmp_path / "new")
+        new.wait_serving()
+
+        def grpc_address() -> str | None:
+            try:
+                return decode_controller_endpoint(1, client.get(path)[0]).grpc
+            except NoNodeError:
+                return None
+
+        port = new.grpc_port
+        wait_until(
+            lambda: (grpc_address() or "").endswith(f":{port}"),
+            timeout=30,
+            what="the new process advertised",
+        )
+        wait_until(lambda: new.active() == 1, timeout=30, what="the new process active")
+    finally:
+        if new is not None:
+            new.terminate()
+            new.close()
+        old.close()
+        client.stop()
+        client.close()
