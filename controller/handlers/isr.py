@@ -343,13 +343,14 @@ class IsrChanges:
             if unknown:
                 log.warning(
                     "ignoring ISR change notifications for partitions the controller does not know",
-                    partitions=sorted(str(tp) for tp in unknown),
+                    count=len(unknown),
+                    partitions=log_sample(sorted(unknown)),
                 )
             if known:
                 log.info(
                     "processing ISR change notifications",
                     notifications=len(names),
-                    partitions=[str(tp) for tp in known],
+                    partitions=log_sample(sorted(known)),
                 )
                 refresh_isr_cache(ctl, sorted(known))
                 ctl.send_update_metadata_request(

@@ -18,6 +18,7 @@ from controller.api.errors import Errors, error_name
 from controller.core.events import LeaderAndIsrResponseReceived, UpdateMetadataResponseReceived
 from controller.core.model import PartitionAndReplica, TopicPartition
 from controller.handlers.membership import on_replicas_become_offline
+from controller.logs import log_sample
 
 if TYPE_CHECKING:
     from controller.core.controller import Controller
@@ -72,7 +73,8 @@ class BrokerResponses:
             log.info(
                 "ignoring LeaderAndIsr results for partitions the broker no longer hosts",
                 broker_id=event.broker_id,
-                partitions=sorted(str(tp) for tp in strangers),
+                count=len(strangers),
+                partitions=log_sample(sorted(strangers)),
             )
         previous = ctx.replicas_on_offline_dirs.get(event.broker_id, set())
         current = (previous - online) | offline
@@ -82,7 +84,8 @@ class BrokerResponses:
             log.warning(
                 "marking replicas on a failed log dir offline",
                 broker_id=event.broker_id,
-                partitions=sorted(str(tp) for tp in newly_offline),
+                count=len(newly_offline),
+                partitions=log_sample(sorted(newly_offline)),
             )
             on_replicas_become_offline(
                 ctl, [PartitionAndReplica(tp, event.broker_id) for tp in sorted(newly_offline)]

@@ -18,6 +18,7 @@ from controller.core.model import (
     TopicPartition,
     new_topic_id,
 )
+from controller.logs import log_sample
 from controller.zk import paths
 from controller.zk.watches import ChildrenDataChangeHandler
 
@@ -125,7 +126,8 @@ def adopt_existing_partitions(
     log.warning(
         "taking over partitions whose state already exists (their topic znode was unreadable "
         "when this controller loaded it)",
-        partitions=[str(tp) for tp in sorted(states)],
+        count=len(states),
+        partitions=log_sample(sorted(states)),
     )
     ctl.partition_state_machine.record_found_leaderless(leaderless)  # as a failover does
     ctl.replica_state_machine.handle_state_changes(online, ReplicaState.OnlineReplica)
@@ -215,7 +217,12 @@ class Topics:
             # until repaired): record its id, or give it one, as TopicChange would have.
             process_topic_ids(ctl, {topic: assignment})
         added = store_assignments(ctl, [TopicAssignment(topic, assignment.topic_id, to_add)])
-        log.info("new partitions for topic", topic=topic, partitions=sorted(to_add))
+        log.info(
+            "new partitions for topic",
+            topic=topic,
+            count=len(to_add),
+            partitions=log_sample(sorted(to_add)),
+        )
         new = adopt_existing_partitions(ctl, added)
         if new:
             on_new_partition_creation(ctl, new)

@@ -142,3 +142,25 @@ def test_log_dir_events_of_unregistered_brokers_and_malformed_ones_are_dropped(h
     # Only the deletes were written.
     assert h.zxid > zxid_before
     assert h.controller.is_active
+
+
+def test_many_replicas_on_a_failed_log_dir_are_logged_in_one_bounded_line() -> None:
+    """A broker's failed log dir can hold thousands of replicas: the warning names how many
+    and a sample, not all of them (a 100 KB line is split by journald and container
+    runtimes, and the pieces are no JSON)."""
+    from structlog.testing import capture_logs
+
+    from controller.logs import LOG_SAMPLE_SIZE
+
+    harness = ControllerHarness(controller_id=5)
+    for b in (1, 2):
+        harness.register_broker(b)
+    harness.create_topic("big", {p: [1, 2] for p in range(300)}, in_context=False)
+    harness.start()
+    failed = {TopicPartition("big", p): Errors.KAFKA_STORAGE_ERROR for p in range(300)}
+    with capture_logs() as logs:
+        respond(harness, 1, failed)
+    [line] = [e for e in logs if e["event"] == "marking replicas on a failed log dir offline"]
+    assert line["count"] == 300
+    assert len(line["partitions"]) == LOG_SAMPLE_SIZE
+    assert harness.zk_state(TopicPartition("big", 299)).leader_and_isr.leader == 2
