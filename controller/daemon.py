@@ -337,8 +337,11 @@ class ControllerDaemon:
 
     # -- foreground run ------------------------------------------------------------------
 
-    def run_forever(self) -> None:
-        """Run until SIGTERM/SIGINT; SIGHUP reloads (see the module docstring)."""
+    def run_forever(self, *, exiting: bool = False) -> None:
+        """Run until SIGTERM/SIGINT; SIGHUP reloads (see the module docstring). ``exiting``:
+        the process ends when this returns (the CLI), so the signals stay ignored rather
+        than their default handlers put back: a second SIGTERM or a logrotate SIGHUP in the
+        interpreter's last moments would end it with 143 or 129 instead of its exit code."""
         inbox = SignalInbox((signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
         try:
             # A stop requested while starting abandons the start: a ZooKeeper that vanished
@@ -349,10 +352,10 @@ class ControllerDaemon:
         except Interrupted as stop:
             log.info("stop requested while starting; abandoning the start", signal=str(stop))
             self.abort_start()
-            inbox.restore()
+            inbox.restore(ignore=exiting)
             return
         except Exception as exc:
-            inbox.restore()
+            inbox.restore(ignore=exiting)
             log.error("the controller could not start", error=str(exc) or type(exc).__name__)
             self.abort_start()
             raise DaemonStartError(str(exc) or type(exc).__name__) from exc
@@ -366,7 +369,7 @@ class ControllerDaemon:
             try:
                 self.stop()
             finally:
-                inbox.restore()
+                inbox.restore(ignore=exiting)
 
     def _on_reload(self) -> None:
         try:

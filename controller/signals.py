@@ -79,7 +79,8 @@ class SignalInbox:
             time.sleep(min(POLL_S, left))
         return self._received.popleft()
 
-    def restore(self) -> None:
-        """Put back the handlers that were installed before."""
+    def restore(self, *, ignore: bool = False) -> None:
+        """Put back the handlers that were installed before; ``ignore``: ignore the signals
+        instead (a process about to exit, which must not die of one on its way out)."""
         for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, signal.SIG_IGN if ignore else handler)

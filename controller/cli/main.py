@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -55,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
+    if command == "run":
+        # SIGHUP means "reload" to the daemon, whose handler exists only once it starts: a
+        # logrotate or `systemctl reload` landing while it imports must not kill it (exit
+        # 129, which systemd's Restart=on-failure takes for a clean stop).
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
         parser = build_parser()
         try:

@@ -51,7 +51,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _only_missing_zookeeper(error: ConfigError) -> bool:
-    return all(p.key == "zookeeper.connect" for p in error.problems)
+    """The one problem is that no zookeeper.connect was given (a malformed one is reported,
+    never replaced by the embedded ZooKeeper)."""
+    return all(
+        p.key == "zookeeper.connect" and p.source == "config" and p.message.startswith("required")
+        for p in error.problems
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     from controller.daemon import DaemonStartError
 
     try:
-        daemon.run_forever()
+        daemon.run_forever(exiting=True)  # the process only exits after this
     except DaemonStartError as error:
         print(f"zk-controller run: cannot start: {error}", file=sys.stderr)
         return 1

@@ -4,6 +4,7 @@ real ZooKeeper."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import socket
@@ -305,3 +306,28 @@ def test_a_restarted_controller_advertises_itself_once_its_old_session_expires(
         old.close()
         client.stop()
         client.close()
+
+
+def test_signals_until_the_very_end_of_a_stop_do_not_change_the_exit_code(
+    zk_connect: str, tmp_path: Path
+) -> None:
+    """SIGTERM, then SIGTERM and SIGHUP again and again until the process is gone (an
+    impatient supervisor, a logrotate): the stop ignores them, and so do the last moments
+    after it, when the daemon's handlers are gone and the interpreter is exiting (they used
+    to end the process with 143 or 129)."""
+    import time
+
+    proc = ControllerProcess(zk_connect, 1, tmp_path)
+    try:
+        proc.wait_serving()
+        wait_until(lambda: proc.active() == 1, what="controller 1 active")
+        proc.signal(signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while proc.proc.poll() is None and time.monotonic() < deadline:
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                with contextlib.suppress(ProcessLookupError):
+                    proc.signal(sig)
+            time.sleep(0.002)
+        assert proc.proc.wait(5) == 0, proc.output()[-2000:]
+    finally:
+        proc.close()

@@ -3,7 +3,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -428,6 +430,43 @@ def test_run_without_zookeeper_fails_unless_the_embedded_one_is_asked_for(
     both = ["run", "--controller-id", "0", "--zookeeper", "zk:2181", "--embedded-zookeeper"]
     assert main(both) == 2
     assert "drop one of them" in capsys.readouterr().err
+    # A malformed connect string is reported, not replaced by the embedded ZooKeeper (which
+    # started, and made this the controller of an empty cluster), and without the hint.
+    bad = ["run", "--controller-id", "0", "--zookeeper", "zk1:2181/kafka//x"]
+    assert main([*bad, "--embedded-zookeeper"]) == 2
+    err = capsys.readouterr().err
+    assert "zookeeper.connect" in err and "--embedded-zookeeper" not in err
+    assert "started embedded ZooKeeper" not in err
+    monkeypatch.setenv("ZK_CONNECT", "zk1:2181/kafka//x")  # was a traceback, exit 1
+    assert main(["run", "--controller-id", "0", "--embedded-zookeeper"]) == 2
+    assert "env ZK_CONNECT" in capsys.readouterr().err
+
+
+@pytest.fixture(autouse=True)
+def _keep_signal_handlers() -> Iterator[None]:
+    """``main(["run", ...])`` ignores SIGHUP for the process it runs in: not pytest's."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+def test_run_ignores_sighup_before_it_loads_anything(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon's SIGHUP handler (reload) exists only once it starts; until then a SIGHUP
+    killed the process (exit 129, a clean stop to systemd's Restart=on-failure)."""
+    import controller.cli.main as cli_main
+
+    seen = []
+
+    def parser_spy() -> argparse.ArgumentParser:
+        seen.append(signal.getsignal(signal.SIGHUP))
+        raise SystemExit(2)
+
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    monkeypatch.setattr(cli_main, "build_parser", parser_spy)
+    with pytest.raises(SystemExit):
+        cli_main.main(["run", "--controller-id", "0"])
+    assert seen == [signal.SIG_IGN]
 
 
 def test_validate_config_reads_the_security_files_run_would_read(
