@@ -184,6 +184,7 @@ class ControllerDaemon:
             ),
         )
         self.grpc.waiting.on_refused = self.metrics.inc_rpc_requests_refused
+        self.state_change_log.on_write_error = self.metrics.inc_state_change_log_write_errors
         self.grpc.add_controller_service(ControllerServicer(self.controller, self.grpc.waiting))
         self.grpc.add_admin_service(AdminServicer(self.controller, self.grpc.waiting))
         self.http: ControllerHttpServer | None = None

@@ -334,6 +334,13 @@ class ControllerMetrics:
         # Every series at 0 from the start: Prometheus' increase() sees a first failure.
         for name in event_names():
             self._event_errors.labels(event=name)
+        self._scl_write_errors = Counter(
+            PREFIX + "state_change_log_write_errors_total",
+            "Failed writes, flushes or rotations of the state-change log (a full disk, ...): "
+            "its lines are retried, and lost past a bound ('state-change log write failed' "
+            "in the log says how many).",
+            registry=r,
+        )
         self._rpcs_refused = Counter(
             PREFIX + "rpc_requests_refused_total",
             "RPCs answered RESOURCE_EXHAUSTED unprocessed because every gRPC thread that may "
@@ -484,6 +491,9 @@ class ControllerMetrics:
 
     def inc_event_errors(self, event_name: str) -> None:
         self._event_errors.labels(event=event_name).inc()
+
+    def inc_state_change_log_write_errors(self) -> None:
+        self._scl_write_errors.inc()
 
     def inc_rpc_requests_refused(self, rpc: str) -> None:
         self._rpcs_refused.labels(rpc=rpc).inc()

@@ -160,7 +160,14 @@ class StateChangeLog:
         self._second_text = ""
         self._last_ns = 0
         self.write_errors = 0
+        # Called (under the lock, so it must not log here) on each failure: a metric.
+        self.on_write_error: Callable[[], None] | None = None
         self.set_epoch(None)
+
+    def _failed(self) -> None:
+        self.write_errors += 1
+        if self.on_write_error is not None:
+            self.on_write_error()
 
     @property
     def path(self) -> Path | None:
@@ -355,7 +362,7 @@ class StateChangeLog:
             except WriteFailed as exc:
                 # A full disk must not stop the controller: say so loudly; what was not
                 # written is retried with the next event's lines (lost only past a bound).
-                self.write_errors += 1
+                self._failed()
                 log.error("state-change log write failed", error=str(exc),
                           lines_pending=exc.pending_lines, lines_lost=exc.lost_lines)  # fmt: skip
             return
@@ -363,7 +370,7 @@ class StateChangeLog:
         try:
             self._stream.write(text)
         except (OSError, ValueError) as exc:
-            self.write_errors += 1
+            self._failed()
             log.error("state-change log write failed", error=str(exc), lines_lost=len(lines))
 
     def flush(self) -> None:
@@ -379,7 +386,7 @@ class StateChangeLog:
             try:
                 self._stream.flush()
             except (OSError, ValueError) as exc:
-                self.write_errors += 1
+                self._failed()
                 log.error("state-change log flush failed", error=str(exc))
 
     def _maybe_rotate_locked(self, file: LineFile) -> None:
@@ -388,7 +395,7 @@ class StateChangeLog:
         try:
             file.maybe_rotate()
         except OSError as exc:
-            self.write_errors += 1
+            self._failed()
             log.error("state-change log rotation failed", error=str(exc), path=str(file.path))
 
     def reopen(self) -> None:

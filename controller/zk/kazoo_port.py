@@ -203,7 +203,9 @@ class KazooPort(WatchedReads, KazooWrites):
             raise errors.NoAuthError(_AUTH_REJECTED)
         if not self._client.connected:
             self.stop()
-            raise errors.ConnectionLossError(f"no ZooKeeper session within {timeout}s")
+            raise errors.ConnectionLossError(
+                f"no ZooKeeper session with {self.connect} within {timeout}s"
+            )
         if self._authenticates:
             self._check_authentication()
 

@@ -85,6 +85,9 @@ def test_grpc_max_workers_sizes_the_servers_waiting_slots(tmp_path: Path) -> Non
         "kafka_controller_rpc_requests_refused_total", {"rpc": "AlterPartition"}
     )
     assert refused == 1
+    daemon.state_change_log.on_write_error()  # type: ignore[misc]
+    errors = "kafka_controller_state_change_log_write_errors_total"
+    assert daemon.metrics.registry.get_sample_value(errors) == 1
 
 
 def test_a_grpc_listen_without_a_host_binds_every_interface(tmp_path: Path) -> None:

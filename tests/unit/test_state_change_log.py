@@ -261,13 +261,20 @@ def test_write_failures_do_not_raise() -> None:
         def write(self, s: str) -> int:
             raise OSError(28, "No space left on device")
 
+    from controller.metrics import ControllerMetrics
+
+    metrics = ControllerMetrics(controller_id=1)
     log = StateChangeLog(FullDisk(), 1)
+    log.on_write_error = metrics.inc_state_change_log_write_errors  # as the daemon wires it
     log.partition(TP, None, "NewPartition")
     log.flush()
     assert log.write_errors == 1
     log.partition(TP, None, "NewPartition")
     log.close()
     assert log.write_errors == 2
+    # Visible to Prometheus, not only in the application log.
+    name = "kafka_controller_state_change_log_write_errors_total"
+    assert metrics.registry.get_sample_value(name) == 2
 
 
 def test_throughput_smoke_100k_lines(tmp_path: Path) -> None:
