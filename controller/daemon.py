@@ -132,12 +132,21 @@ class ControllerDaemon:
         self._reload_config = reload_config
         if configure_logs:
             configure_logging(config.log_level, config.log_format)
-        self.state_change_log = StateChangeLog(
-            config.state_change_log_file,
-            config.controller_id,
-            max_bytes=config.state_change_log_max_bytes,
-            backups=config.state_change_log_backups,
-        )
+        try:
+            self.state_change_log = StateChangeLog(
+                config.state_change_log_file,
+                config.controller_id,
+                max_bytes=config.state_change_log_max_bytes,
+                backups=config.state_change_log_backups,
+            )
+        except OSError as exc:
+            # Name the settings: "[Errno 20] Not a directory: '/etc/passwd/logs'" alone
+            # does not say which file or which setting.
+            raise OSError(
+                exc.errno,
+                f"cannot open the state-change log {config.state_change_log_file} "
+                f"(log.dir {config.log_dir}, state.change.log.file): {exc.strerror or exc}",
+            ) from exc
         self.metrics = ControllerMetrics(controller_id=config.controller_id)
         # Security (controller.security): all off by default. Bad credentials or TLS files
         # raise here (CredentialsError / TlsConfigError), before anything starts.

@@ -126,12 +126,14 @@ def _run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
 def test_a_start_that_fails_is_one_clear_line_and_exit_1(zk_connect: str, tmp_path: Path) -> None:
     """ZooKeeper unreachable, or a port in use: one line naming the problem, no traceback,
     exit 1, nothing left running."""
+    unreachable = f"127.0.0.1:{free_port()}"
     done = _run(
-        "--zookeeper", f"127.0.0.1:{free_port()}", "--zookeeper-connection-timeout-ms", "1000",
+        "--zookeeper", unreachable, "--zookeeper-connection-timeout-ms", "1000",
         "--metrics-listen", f"127.0.0.1:{free_port()}", tmp_path=tmp_path,
     )  # fmt: skip
     assert done.returncode == 1, done
     assert "zk-controller run: cannot start:" in done.stderr
+    assert unreachable in done.stderr  # which ensemble could not be reached
     assert "Traceback" not in done.stderr
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
@@ -152,6 +154,8 @@ def test_a_start_that_fails_is_one_clear_line_and_exit_1(zk_connect: str, tmp_pa
     assert done.returncode == 1, done
     assert "zk-controller run: cannot start:" in done.stderr and "Traceback" not in done.stderr
     assert "afile" in done.stderr
+    # ... naming what it is and which settings decide where it goes.
+    assert "cannot open the state-change log" in done.stderr and "log.dir" in done.stderr
 
 
 def test_a_failed_state_change_log_reopen_does_not_stop_the_controller(
