@@ -233,20 +233,25 @@ def test_disabled_controlled_shutdown_sends_nothing(cluster: Cluster) -> None:
     assert shutting_down(cluster) == set()
 
 
+def spawn_broker_0(cluster: Cluster, out_path: Path, *, retry_backoff_ms: int) -> subprocess.Popen:
+    """``zk-controller broker`` 0 as a process, its output in ``out_path``."""
+    with open(out_path, "wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "controller", "broker", "--zookeeper", cluster.connect,
+             "--broker-id", "0", "--session-timeout-ms", "6000",
+             "--controlled-shutdown-retry-backoff-ms", str(retry_backoff_ms)],
+            stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+            env={**os.environ, "ZK_CONNECT": "", "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+
+
 def test_broker_process_moves_leadership_away_on_sigterm(cluster: Cluster, tmp_path: Path) -> None:
     """``zk-controller broker`` on SIGTERM: controlled shutdown while still registered, then
     deregistration; the leadership moved by the controlled-shutdown election (ISR shrunk to
     the remaining broker, one epoch bump) before the registration went away."""
     start(cluster, brokers=(1,))
     out_path = tmp_path / "broker-0.log"
-    with open(out_path, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "controller", "broker", "--zookeeper", cluster.connect,
-             "--broker-id", "0", "--session-timeout-ms", "6000",
-             "--controlled-shutdown-retry-backoff-ms", "100"],
-            stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
-            env={**os.environ, "ZK_CONNECT": "", "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
+    proc = spawn_broker_0(cluster, out_path, retry_backoff_ms=100)
     observer = kazoo(cluster.connect)
     try:
         wait_until(lambda: observer.exists(paths.broker_path(0)) is not None,
@@ -301,14 +306,7 @@ def test_a_second_sigterm_skips_the_remaining_attempts(cluster: Cluster, tmp_pat
         makepath=True,
     )
     out_path = tmp_path / "broker-0.log"
-    with open(out_path, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "controller", "broker", "--zookeeper", cluster.connect,
-             "--broker-id", "0", "--session-timeout-ms", "6000",
-             "--controlled-shutdown-retry-backoff-ms", "60000"],
-            stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
-            env={**os.environ, "ZK_CONNECT": "", "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
+    proc = spawn_broker_0(cluster, out_path, retry_backoff_ms=60000)
     try:
         wait_until(lambda: observer.exists(paths.broker_path(0)) is not None,
                    what="broker 0 registered")  # fmt: skip

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from controller.zk.server import free_port
@@ -213,6 +214,18 @@ def test_stop_with_a_busy_event_thread_frees_controller_without_waiting_for_it(
         daemon.stop()
 
 
+def _advertised(client: KazooClient, controller_id: int) -> tuple[str, int] | None:
+    """The gRPC address in a controller's endpoint znode and the session owning it."""
+    from controller.zk import paths
+    from controller.zk.endpoints import decode_controller_endpoint
+
+    try:
+        data, stat = client.get(paths.controller_endpoint_path(controller_id))
+    except NoNodeError:
+        return None
+    return decode_controller_endpoint(controller_id, data).grpc, stat.ephemeralOwner
+
+
 def test_a_second_controller_with_the_same_id_does_not_take_over_the_endpoint(
     zk_connect: str, tmp_path: Path
 ) -> None:
@@ -222,7 +235,6 @@ def test_a_second_controller_with_the_same_id_does_not_take_over_the_endpoint(
     address for its controller. The first holder keeps the node; one deleted by hand comes
     back."""
     from controller.zk import paths
-    from controller.zk.endpoints import decode_controller_endpoint
 
     path = paths.controller_endpoint_path(1)
     client = kazoo(zk_connect)
@@ -233,11 +245,7 @@ def test_a_second_controller_with_the_same_id_does_not_take_over_the_endpoint(
         wait_until(lambda: first.active() == 1, what="controller 1 active")
 
         def advertised() -> tuple[str, int] | None:
-            stat = client.exists(path)
-            if stat is None:
-                return None
-            data, _ = client.get(path)
-            return decode_controller_endpoint(1, data).grpc, stat.ephemeralOwner
+            return _advertised(client, 1)
 
         wait_until(advertised, what="endpoint advertised")
         ours = advertised()
@@ -276,29 +284,18 @@ def test_a_restarted_controller_advertises_itself_once_its_old_session_expires(
 ) -> None:
     """kill -9, then a restart within the session timeout: the old session's endpoint node
     stays until ZooKeeper expires it (4 s here); the watch then advertises the new process."""
-    from controller.zk import paths
-    from controller.zk.endpoints import decode_controller_endpoint
-
-    path = paths.controller_endpoint_path(1)
     client = kazoo(zk_connect)
     old = ControllerProcess(zk_connect, 1, tmp_path / "old")
     new: ControllerProcess | None = None
     try:
         old.wait_serving()
-        wait_until(lambda: client.exists(path) is not None, what="endpoint advertised")
+        wait_until(lambda: _advertised(client, 1) is not None, what="endpoint advertised")
         old.kill()
         new = ControllerProcess(zk_connect, 1, tmp_path / "new")
         new.wait_serving()
-
-        def grpc_address() -> str | None:
-            try:
-                return decode_controller_endpoint(1, client.get(path)[0]).grpc
-            except NoNodeError:
-                return None
-
         port = new.grpc_port
         wait_until(
-            lambda: (grpc_address() or "").endswith(f":{port}"),
+            lambda: (_advertised(client, 1) or ("", 0))[0].endswith(f":{port}"),
             timeout=30,
             what="the new process advertised",
         )
