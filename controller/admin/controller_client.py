@@ -159,6 +159,12 @@ class ControllerClient:
                 time.sleep(0.2)
         if once:
             raise NoActiveControllerError(f"could not reach the active controller: {last_problem}")
+        if "UNAVAILABLE" in last_problem and not self._opener.secure:
+            # A TLS listener closes a plaintext connection without a word ("Socket closed").
+            last_problem += (
+                "; if the controller's gRPC listener is TLS, give this tool --tls-ca-file "
+                "(and --tls-cert-file and --tls-key-file for mutual TLS)"
+            )
         raise NoActiveControllerError(
             f"could not reach the active controller within {self.timeout_s:.0f}s: {last_problem}"
         )

@@ -181,9 +181,11 @@ def test_the_admin_client_still_retries_until_its_deadline() -> None:
     request = controller_pb2.ControlledShutdownRequest(broker_id=1, broker_epoch=5)
     opener = CountingOpener()
     client = ControllerClient(zk, timeout_s=1.0, channel_opener=opener)
-    with client, pytest.raises(NoActiveControllerError, match="within 1s"):
+    with client, pytest.raises(NoActiveControllerError, match="within 1s") as failed:
         client.controller("ControlledShutdown", request)
     assert opener.rpcs > 1
+    # A plaintext tool facing a TLS controller sees only UNAVAILABLE: the message says so.
+    assert "--tls-ca-file" in str(failed.value)
     opener = CountingOpener()
     client = ControllerClient(zk, timeout_s=1.0, channel_opener=opener)
     with client, pytest.raises(NoActiveControllerError, match="UNAVAILABLE"):
