@@ -14,7 +14,7 @@ handlers (``controller.handlers``) is the value each event's ``reply`` future re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -58,6 +58,13 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         self._ctl = controller
         self._slots = slots  # the server's bulkhead (``WaitingSlots``)
 
+    def _await(self, event: Any, context: grpc.ServicerContext, timeout_ms: int = 0) -> Any:
+        """``await_reply`` as every admin request uses it: a timeout is answered in the
+        response (REQUEST_TIMED_OUT, not resent), within the server's bulkhead."""
+        return await_reply(
+            self._ctl, event, context, timeout_ms, timeout_in_response=True, slots=self._slots
+        )
+
     def AlterPartitionReassignments(
         self,
         request: admin_pb2.AlterPartitionReassignmentsRequest,
@@ -68,13 +75,8 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             targets[TopicPartition(p.topic, p.partition)] = None if p.cancel else tuple(p.replicas)
         event = ApiPartitionReassignment(reassignments=targets)
         try:
-            outcome: Mapping[TopicPartition, ApiError | None] = await_reply(
-                self._ctl,
-                event,
-                context,
-                request.timeout_ms,
-                timeout_in_response=True,
-                slots=self._slots,
+            outcome: Mapping[TopicPartition, ApiError | None] = self._await(
+                event, context, request.timeout_ms
             )
         except Exception as exc:
             return admin_pb2.AlterPartitionReassignmentsResponse(
@@ -93,9 +95,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         wanted = frozenset(TopicPartition(p.topic, p.partition) for p in request.partitions)
         event = ListPartitionReassignments(partitions=wanted or None)
         try:
-            ongoing: Mapping[TopicPartition, ReplicaAssignment] = await_reply(
-                self._ctl, event, context, timeout_in_response=True, slots=self._slots
-            )
+            ongoing: Mapping[TopicPartition, ReplicaAssignment] = self._await(event, context)
         except Exception as exc:
             return admin_pb2.ListPartitionReassignmentsResponse(
                 error_code=error_code(self._ctl, exc, context, "ListPartitionReassignments"),
@@ -132,13 +132,8 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             trigger=ElectionTrigger.ADMIN_CLIENT_TRIGGERED,
         )
         try:
-            outcome: Mapping[TopicPartition, int | ApiError] = await_reply(
-                self._ctl,
-                event,
-                context,
-                request.timeout_ms,
-                timeout_in_response=True,
-                slots=self._slots,
+            outcome: Mapping[TopicPartition, int | ApiError] = self._await(
+                event, context, request.timeout_ms
             )
         except Exception as exc:
             return admin_pb2.ElectLeadersResponse(
@@ -186,14 +181,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         )
         event = UpdateFeatures(updates=updates, validate_only=request.validate_only)
         try:
-            outcome: Mapping[str, ApiError | None] = await_reply(
-                self._ctl,
-                event,
-                context,
-                request.timeout_ms,
-                timeout_in_response=True,
-                slots=self._slots,
-            )
+            outcome: Mapping[str, ApiError | None] = self._await(event, context, request.timeout_ms)
         except Exception as exc:
             return admin_pb2.UpdateFeaturesResponse(
                 error_code=error_code(self._ctl, exc, context, "UpdateFeatures"),
