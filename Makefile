@@ -27,7 +27,7 @@ CHAOS_DIR ?= var/chaos
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup zookeeper-deps prometheus-deps test lint bench chaos run run-controller proto clean distclean
+.PHONY: help setup zookeeper-deps prometheus-deps test lint bench chaos run run-controller proto kafka-json-vectors clean distclean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
@@ -109,6 +109,16 @@ proto: setup ## regenerate the gRPC code from proto/
 	@if $(VENV_PYTHON) -c 'import importlib.util as u, sys; sys.exit(u.find_spec("controller.api.codegen") is None)' 2>/dev/null; then \
 	  $(VENV_PYTHON) -m controller.api.codegen; \
 	else echo "make proto: controller/api/codegen.py does not exist yet, so there is nothing to run" >&2; exit 1; fi
+
+KAFKA_JSON_DIR := tests/unit/kafka_json
+SPARK_JARS = $(shell $(VENV_PYTHON) -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
+kafka-json-vectors: setup ## regenerate Kafka's znode bytes for tests/unit/test_kafka_json_bytes.py (needs a JDK)
+	@jars='$(SPARK_JARS)'; cp=$$(ls "$$jars"/scala-library-2.13*.jar "$$jars"/jackson-core-2.*.jar \
+	  "$$jars"/jackson-databind-2.*.jar "$$jars"/jackson-annotations-2.*.jar | paste -sd: -); \
+	out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
+	javac -d "$$out" -cp "$$cp" $(KAFKA_JSON_DIR)/KafkaJsonVectors.java; \
+	java -cp "$$cp:$$out" KafkaJsonVectors > $(KAFKA_JSON_DIR)/vectors.jsonl; \
+	echo "wrote $$(wc -l < $(KAFKA_JSON_DIR)/vectors.jsonl) vectors to $(KAFKA_JSON_DIR)/vectors.jsonl"
 
 clean: ## remove caches and build output (keeps .venv)
 	rm -rf .pytest_cache .ruff_cache .hypothesis build dist *.egg-info

@@ -36,9 +36,9 @@ def test_alter_and_describe(zk_connect: str, port: KazooPort) -> None:
             "--add-config", "unclean.leader.election.enable=true,cleanup.policy=[compact,delete]",
             *zk)  # fmt: skip
     assert (r.returncode, r.stdout, r.stderr) == (0, "Completed updating config for topic t.\n", "")
-    assert port.get("/config/topics/t")[0] == (
-        b'{"version":1,"config":{"retention.ms":"1000","unclean.leader.election.enable":"true",'
-        b'"cleanup.policy":"compact,delete"}}'
+    assert port.get("/config/topics/t")[0] == (  # in the hash order of Kafka's Properties
+        b'{"version":1,"config":{"cleanup.policy":"compact,delete","retention.ms":"1000",'
+        b'"unclean.leader.election.enable":"true"}}'
     )
     assert notifications(port) == [b'{"version":2,"entity_path":"topics/t"}']
 

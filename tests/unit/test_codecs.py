@@ -88,10 +88,11 @@ class TestEncodeMatchesReference:
         assert codecs.encode_controller_epoch(5) == b"5"
         assert codecs.encode_controller_epoch(0) == b"0"
 
+    # The reference lays its examples out by hand; the key order Kafka writes (and so do we)
+    # is pinned byte for byte against Kafka's own output in test_kafka_json_bytes.py.
     def test_broker(self) -> None:
         encoded = codecs.encode_broker_registration(ref_broker_registration())
         assert_same_json(encoded, REF_BROKER)
-        assert encoded == json.dumps(json.loads(REF_BROKER), separators=(",", ":")).encode()
 
     def test_topic(self) -> None:
         assignment = TopicAssignment(
@@ -99,8 +100,7 @@ class TestEncodeMatchesReference:
             TOPIC_ID,
             {0: ReplicaAssignment((1, 2, 3), (4,), (1,)), 1: ReplicaAssignment((2, 3, 1))},
         )
-        encoded = codecs.encode_topic_assignment(assignment)
-        assert encoded == json.dumps(json.loads(REF_TOPIC), separators=(",", ":")).encode()
+        assert_same_json(codecs.encode_topic_assignment(assignment), REF_TOPIC)
 
     def test_partition_state(self) -> None:
         state = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 4, (1, 3, 2), partition_epoch=9), 7)
@@ -127,7 +127,7 @@ class TestEncodeMatchesReference:
 
     def test_feature(self) -> None:
         node = codecs.FeatureZNode(2, codecs.FEATURE_STATUS_ENABLED, {"feature.x": (3, 3)})
-        assert codecs.encode_feature_znode(node) == REF_FEATURE
+        assert_same_json(codecs.encode_feature_znode(node), REF_FEATURE)
 
     def test_producer_id_block(self) -> None:
         encoded = codecs.encode_producer_id_block(codecs.ProducerIdBlock(2, 5000, 5999))
@@ -151,16 +151,17 @@ class TestEncodeDetails:
         encoded = codecs.encode_topic_assignment(
             TopicAssignment("t", None, {1: ReplicaAssignment((2,)), 0: ReplicaAssignment((1,))})
         )
-        # No topic_id; empty adding/removing written as {}; partitions in id order, string keys.
+        # No topic_id; empty adding/removing written as {}; string keys; Kafka's key order.
         assert encoded == (
-            b'{"version":3,"partitions":{"0":[1],"1":[2]},'
-            b'"adding_replicas":{},"removing_replicas":{}}'
+            b'{"partitions":{"0":[1],"1":[2]},"adding_replicas":{},"removing_replicas":{},'
+            b'"version":3}'
         )
 
-    def test_topic_partitions_sorted_numerically_not_lexically(self) -> None:
-        parts = {p: ReplicaAssignment((0,)) for p in (10, 2, 1)}
+    def test_topic_partitions_in_kafkas_hash_order(self) -> None:
+        # Kafka's partitions map is a hash table: with 12 entries "11" hashes first.
+        parts = {p: ReplicaAssignment((0,)) for p in reversed(range(12))}
         doc = json.loads(codecs.encode_topic_assignment(TopicAssignment("t", None, parts)))
-        assert list(doc["partitions"]) == ["1", "2", "10"]
+        assert list(doc["partitions"]) == ["11", *map(str, range(11))]
 
     def test_broker_without_plaintext_has_null_host_and_port_minus_one(self) -> None:
         reg = codecs.BrokerRegistration(1, (EndPoint("SSL", "h", 9093, "SSL"),), None)
@@ -1135,22 +1136,28 @@ def test_topic_fast_path_agrees_with_json(partitions: dict[int, tuple[int, ...]]
         "t", tid, {p: ReplicaAssignment(r) for p, r in partitions.items()}
     )
     encoded = codecs.encode_topic_assignment(assignment)
+    assert codecs.topics._CANONICAL_TOPIC.fullmatch(encoded)  # our bytes take the fast path
     assert codecs.decode_topic_assignment("t", encoded) == assignment
     spaced = json.dumps(json.loads(encoded), indent=1).encode()  # the full decoder's path
     assert codecs.decode_topic_assignment("t", spaced) == assignment
 
 
+def _kafka_topic(partitions: bytes, topic_id: bytes = b"") -> bytes:
+    """A topic znode in Kafka's key order (the decoder's fast path), with no reassignment."""
+    return (
+        b'{"partitions":{' + partitions + b"}," + topic_id
+        + b'"adding_replicas":{},"removing_replicas":{},"version":3}'
+    )
+
+
 @pytest.mark.parametrize(
     "data",
     [
-        b'{"version":3,"partitions":{"0":[1,1]},"adding_replicas":{},"removing_replicas":{}}',
-        b'{"version":3,"partitions":{"01":[1]},"adding_replicas":{},"removing_replicas":{}}',
-        b'{"version":3,"partitions":{"0":[9999999999]},"adding_replicas":{},'
-        b'"removing_replicas":{}}',
-        b'{"version":3,"partitions":{"2147483648":[1]},"adding_replicas":{},'
-        b'"removing_replicas":{}}',
-        b'{"version":3,"topic_id":"short","partitions":{},"adding_replicas":{},'
-        b'"removing_replicas":{}}',
+        _kafka_topic(b'"0":[1,1]'),
+        _kafka_topic(b'"01":[1]'),
+        _kafka_topic(b'"0":[9999999999]'),
+        _kafka_topic(b'"2147483648":[1]'),
+        _kafka_topic(b"", b'"topic_id":"short",'),
     ],
 )
 def test_topic_near_canonical_but_invalid_is_malformed(data: bytes) -> None:
@@ -1159,11 +1166,20 @@ def test_topic_near_canonical_but_invalid_is_malformed(data: bytes) -> None:
 
 
 def test_topic_fast_path_repeated_partition_key_as_json() -> None:
-    data = (
-        b'{"version":3,"partitions":{"0":[1],"0":[2]},"adding_replicas":{},'
-        b'"removing_replicas":{}}'
-    )
+    data = _kafka_topic(b'"0":[1],"0":[2]')
     assert codecs.decode_topic_assignment("t", data).partitions == {0: ReplicaAssignment((2,))}
+
+
+def test_topic_fast_path_reads_kafkas_bytes() -> None:
+    # Kafka 3.6's TopicZNode.encode for a topic with an id (tests/unit/kafka_json).
+    data = _kafka_topic(b'"0":[1,2,3],"1":[2,3,1]', b'"topic_id":"bK5QnZ9dT7mW1xY3zA2cEg",')
+    assert codecs.topics._CANONICAL_TOPIC.fullmatch(data)
+    assignment = codecs.decode_topic_assignment("t", data)
+    assert assignment.topic_id == "bK5QnZ9dT7mW1xY3zA2cEg"
+    assert assignment.partitions == {
+        0: ReplicaAssignment((1, 2, 3)),
+        1: ReplicaAssignment((2, 3, 1)),
+    }
 
 
 def _after_a_valid_entry(entry: str) -> bytes:

@@ -32,8 +32,22 @@ Obj = Mapping[str, Any]
 _T = TypeVar("_T")
 
 
+# A JSON escape: an escaped backslash, or a control character's \u00xx, which Python spells in
+# lower case and Jackson (Kafka's writer) in upper case.
+_ESCAPE = re.compile(r"\\(\\|u00[01][0-9a-f])")
+
+
+def _upper_hex(match: re.Match[str]) -> str:
+    escape = match.group(1)
+    return "\\" + (escape if escape == "\\" else "u00" + escape[3:].upper())
+
+
 def dumps(obj: object) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    """Compact JSON, escaped as Jackson escapes it (non-ASCII as is, controls in upper hex)."""
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    if "\\u00" in text:
+        text = _ESCAPE.sub(_upper_hex, text)
+    return text.encode()
 
 
 def _reject_constant(name: str) -> NoReturn:

@@ -19,6 +19,12 @@ from controller.zk.codecs._json import (
     typed_field,
     version_field,
 )
+from controller.zk.codecs.key_order import (
+    java_hashmap_order,
+    ordered,
+    scala_mutable_order,
+    scala_presized,
+)
 
 SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 # Kafka's endpoint grammar (SocketServerConfigs): LISTENER://host:port, IPv6 hosts in brackets.
@@ -62,10 +68,31 @@ def encode_broker_registration(reg: BrokerRegistration) -> bytes:
     if reg.rack is not None and reg.version >= 3:
         doc["rack"] = reg.rack
     if reg.version >= 5:
+        # Features.toMap: a java.util.HashMap of {min_version, max_version} maps.
         doc["features"] = {
-            name: {"min_version": lo, "max_version": hi} for name, (lo, hi) in reg.features.items()
+            name: {"min_version": reg.features[name][0], "max_version": reg.features[name][1]}
+            for name in java_hashmap_order(reg.features)
         }
-    return dumps(doc)
+    # Kafka's BrokerIdZNode.encode: a mutable.Map of six keys, then rack, the protocol map and
+    # the features added in this order; the protocol map keeps the endpoints' order.
+    return dumps(ordered(doc, scala_mutable_order(_broker_keys(doc), scala_presized(6))))
+
+
+_BROKER_KEYS = (
+    "version",
+    "host",
+    "port",
+    "endpoints",
+    "jmx_port",
+    "timestamp",
+    "rack",
+    "listener_security_protocol_map",
+    "features",
+)
+
+
+def _broker_keys(doc: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(key for key in _BROKER_KEYS if key in doc)
 
 
 def _endpoints(obj: dict[str, Any], version: int, path: str) -> tuple[EndPoint, ...]:

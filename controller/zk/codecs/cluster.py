@@ -16,6 +16,7 @@ from controller.zk.codecs._json import (
     typed_field,
     version_field,
 )
+from controller.zk.codecs.key_order import scala_mutable_order, scala_presized
 
 FEATURE_STATUS_DISABLED = 0
 FEATURE_STATUS_ENABLED = 1
@@ -41,17 +42,23 @@ class FeatureZNode:
         return {name: hi for name, (_, hi) in self.features.items()}
 
 
+# Kafka's FeatureZNode.encode: a mutable.Map of these three keys.
+_FEATURE_ORDER = scala_mutable_order(("version", "status", "features"), scala_presized(3))
+
+
 def encode_feature_znode(node: FeatureZNode) -> bytes:
+    """Keys in Kafka's order; the features keep theirs (Kafka's for up to four features)."""
     if node.version == 1:
         features = {
-            name: {"min_version_level": lo, "max_version_level": hi}
+            name: {"max_version_level": hi, "min_version_level": lo}
             for name, (lo, hi) in node.features.items()
         }
     elif node.version == 2:
         features = {name: {"max_version_level": hi} for name, (_, hi) in node.features.items()}
     else:
         raise ValueError(f"unsupported /feature version {node.version}")
-    return dumps({"version": node.version, "status": node.status, "features": features})
+    doc = {"version": node.version, "status": node.status, "features": features}
+    return dumps({key: doc[key] for key in _FEATURE_ORDER})
 
 
 def decode_feature_znode(data: bytes | None, path: str = paths.FEATURE) -> FeatureZNode:

@@ -26,6 +26,12 @@ from controller.zk.codecs._json import (
     typed_field,
     version_field,
 )
+from controller.zk.codecs.key_order import (
+    java_properties_order,
+    ordered,
+    scala_mutable_order,
+    scala_presized,
+)
 
 _PARTITION_STATE_PATH = "/brokers/topics/<topic>/partitions/<partition>/state"
 _TOPIC_ID = re.compile(r"[A-Za-z0-9_-]{22}")  # Kafka Uuid: 16 bytes, URL-safe base64, no padding
@@ -34,20 +40,38 @@ _TOPIC_ID = re.compile(r"[A-Za-z0-9_-]{22}")  # Kafka Uuid: 16 bytes, URL-safe b
 # --- /brokers/topics/T ---
 
 
+# Kafka's TopicZNode.encode fills a mutable.Map of four keys and adds topic_id when known.
+_TOPIC_KEYS = ("version", "partitions", "adding_replicas", "removing_replicas")
+_TOPIC_ORDER = scala_mutable_order(_TOPIC_KEYS, scala_presized(4))
+_TOPIC_ORDER_WITH_ID = scala_mutable_order((*_TOPIC_KEYS, "topic_id"), scala_presized(4))
+
+
+def _partition_map(replicas: Mapping[int, tuple[int, ...]]) -> dict[str, list[int]]:
+    """Partition -> replicas in the key order of Kafka's ``mutable.Map[String, ...]``."""
+    keys = [str(p) for p in sorted(replicas)]
+    return {key: list(replicas[int(key)]) for key in scala_mutable_order(keys)}
+
+
 def encode_topic_assignment(assignment: TopicAssignment) -> bytes:
-    """Version 3: ``topic_id`` only when known; adding/removing only for reassigning partitions."""
-    doc: dict[str, Any] = {"version": 3}
-    if assignment.topic_id is not None:
-        doc["topic_id"] = assignment.topic_id
-    ordered = sorted(assignment.partitions.items())
-    doc["partitions"] = {str(p): list(ra.replicas) for p, ra in ordered}
-    doc["adding_replicas"] = {
-        str(p): list(ra.adding_replicas) for p, ra in ordered if ra.adding_replicas
+    """Version 3: ``topic_id`` only when known; adding/removing only for reassigning partitions.
+
+    Keys in Kafka's order, so the bytes are the ones Kafka 3.6 writes for the same topic.
+    """
+    parts = assignment.partitions
+    doc: dict[str, Any] = {
+        "version": 3,
+        "partitions": _partition_map({p: ra.replicas for p, ra in parts.items()}),
+        "adding_replicas": _partition_map(
+            {p: ra.adding_replicas for p, ra in parts.items() if ra.adding_replicas}
+        ),
+        "removing_replicas": _partition_map(
+            {p: ra.removing_replicas for p, ra in parts.items() if ra.removing_replicas}
+        ),
     }
-    doc["removing_replicas"] = {
-        str(p): list(ra.removing_replicas) for p, ra in ordered if ra.removing_replicas
-    }
-    return dumps(doc)
+    if assignment.topic_id is None:
+        return dumps(ordered(doc, _TOPIC_ORDER))
+    doc["topic_id"] = assignment.topic_id
+    return dumps(ordered(doc, _TOPIC_ORDER_WITH_ID))
 
 
 def _reassigning(obj: dict[str, Any], key: str, path: str) -> dict[int, tuple[int, ...]]:
@@ -62,11 +86,11 @@ def _reassigning(obj: dict[str, Any], key: str, path: str) -> dict[int, tuple[in
 _NUMBER = rb"(?:0|[1-9][0-9]{0,9})"  # JSON's grammar for a non-negative integer, <= 10 digits
 _ID_LIST = rb"(?:" + _NUMBER + rb"(?:," + _NUMBER + rb")*)?"
 _PARTITION = rb'"' + _NUMBER + rb'":\[' + _ID_LIST + rb"\]"
-# A topic znode as this controller (and encode_topic_assignment) writes it, no reassignment.
+# A topic znode as Kafka 3.6 and encode_topic_assignment write it, no reassignment.
 _CANONICAL_TOPIC = re.compile(
-    rb'\{"version":3,(?:"topic_id":"([A-Za-z0-9_-]{22})",)?"partitions":\{((?:'
-    + _PARTITION + rb"(?:," + _PARTITION + rb')*)?)\},"adding_replicas":\{\},'
-    rb'"removing_replicas":\{\}\}'
+    rb'\{"partitions":\{((?:' + _PARTITION + rb"(?:," + _PARTITION + rb")*)?)\},"
+    rb'(?:"topic_id":"([A-Za-z0-9_-]{22})",)?"adding_replicas":\{\},"removing_replicas":\{\},'
+    rb'"version":3\}'
 )
 _PARTITION_ENTRY = re.compile(rb'"(' + _NUMBER + rb')":\[(' + _ID_LIST + rb")\]")
 # Replica lists seen (as written) -> their validated assignment: a cluster has few distinct ones.
@@ -91,7 +115,7 @@ def _decode_canonical_topic(topic: str, data: bytes) -> TopicAssignment | None:
     match = _CANONICAL_TOPIC.fullmatch(data)
     if match is None:
         return None
-    raw_id, body = match.groups()
+    body, raw_id = match.groups()
     partitions: dict[int, ReplicaAssignment] = {}
     for key, ids in _PARTITION_ENTRY.findall(body):
         partition = int(key)
@@ -148,16 +172,18 @@ def encode_partition_state(state: LeaderIsrAndControllerEpoch) -> bytes:
             f'"version":1,"leader_epoch":{int(lai.leader_epoch):d},'
             f'"isr":[{",".join([f"{int(r):d}" for r in lai.isr])}]}}'
         ).encode()
-    doc: dict[str, Any] = {
-        "controller_epoch": state.controller_epoch,
-        "leader": lai.leader,
-        "version": 1,
-        "leader_epoch": lai.leader_epoch,
-        "isr": list(lai.isr),
-    }
-    if lai.leader_recovery_state != LeaderRecoveryState.RECOVERED:
-        doc["leader_recovery_state"] = int(lai.leader_recovery_state)
-    return dumps(doc)
+    # Kafka adds leader_recovery_state to a Map of five keys, which makes it a hash map: this
+    # is its iteration order.
+    return dumps(
+        {
+            "controller_epoch": state.controller_epoch,
+            "leader": lai.leader,
+            "version": 1,
+            "leader_recovery_state": int(lai.leader_recovery_state),
+            "leader_epoch": lai.leader_epoch,
+            "isr": list(lai.isr),
+        }
+    )
 
 
 _RECOVERY_STATES = {s.value: s for s in LeaderRecoveryState}
@@ -228,7 +254,8 @@ def decode_partition_state(
 
 
 def encode_topic_config(config: Mapping[str, str]) -> bytes:
-    return dumps({"version": 1, "config": dict(config)})
+    """Any entity's config znode. Kafka's config is a ``java.util.Properties``: its order."""
+    return dumps({"version": 1, "config": ordered(config, java_properties_order(config))})
 
 
 def decode_topic_config(data: bytes | None, path: str) -> dict[str, str]:
