@@ -54,9 +54,9 @@ def h() -> Iterator[ControllerHarness]:
         (b'{"version":1,"brokerid":-1,"timestamp":"0"}', "'brokerid'"),
         (b'{"version":1,"brokerid":"1","timestamp":"0"}', "'brokerid'"),
         (b'{"version":1,"timestamp":"0"}', "'brokerid'"),
-        (b'{"version":3,"brokerid":1,"timestamp":"0"}', "'version'"),
+        (b'{"version":2,"brokerid":1,"kraftControllerEpoch":"7"}', "'kraftControllerEpoch'"),
     ],
-    ids=["negative-id", "id-a-string", "missing-id", "unknown-version"],
+    ids=["negative-id", "id-a-string", "missing-id", "kraft-epoch-a-string"],
 )
 def test_an_unreadable_controller_znode_blocks_the_election_until_it_goes(
     data: bytes, words: str
@@ -101,17 +101,15 @@ BAD_REGISTRATIONS = {
     "invalid-json": (b'{"version":5,', "invalid JSON"),
     "not-an-object": (b"[1, 2]", "expected a JSON object"),
     "empty": (b"", "no data"),
-    "unknown-version": (registration(4, version=9), "'version'"),
+    "version-0": (registration(4, version=0), "'version'"),
     "missing-endpoints": (registration(4, endpoints=None), "'endpoints'"),
     "endpoint-not-a-string": (registration(4, endpoints=[42]), "'endpoints[0]'"),
     "port-out-of-range": (
         registration(4, endpoints=["PLAINTEXT://h:70000"]),
         "'endpoints[0]'",
     ),
-    "timestamp-a-number": (registration(4, timestamp=5), "'timestamp'"),
     # Past Python's 4300-digit int() limit: must be malformed, not a ValueError that fails
     # the whole broker change.
-    "timestamp-5000-digits": (registration(4, timestamp="9" * 5000), "'timestamp'"),
     "port-5000-digits": (
         registration(4, endpoints=["PLAINTEXT://h:" + "9" * 5000]),
         "'endpoints[0]'",
@@ -143,6 +141,25 @@ def test_a_new_broker_with_a_malformed_registration_is_left_out(
     (logged,) = errors(logs, paths.broker_path(4))
     assert words in logged["error"]
     still_serving(h, (*before[:2], [1, 2, 3, 6]))
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"version": 100}, {"timestamp": None}, {"timestamp": 5}, {"timestamp": "9" * 5000}],
+    ids=["version-100", "no-timestamp", "timestamp-a-number", "timestamp-5000-digits"],
+)
+def test_a_registration_kafka_reads_brings_the_broker_in(
+    h: ControllerHarness, changes: dict[str, Any]
+) -> None:
+    """Kafka's BrokerIdZNode.decode reads a later version as the newest format it knows and
+    never reads ``timestamp``: such a broker joins (it used to be left out as malformed)."""
+    session = h.zk.open_session()
+    with capture_logs() as logs:
+        session.create(paths.broker_path(4), registration(4, **changes), ephemeral=True)
+        h.drain()
+    assert 4 in h.ctx.live_broker_ids()
+    assert not errors(logs, paths.broker_path(4))
+    still_serving(h, (*snapshot(h)[:2], [1, 2, 3, 4]))
 
 
 def test_a_repaired_registration_brings_the_broker_in(h: ControllerHarness) -> None:
@@ -469,7 +486,6 @@ def state_doc(**changes: Any) -> bytes:
 BAD_STATES = {
     "invalid-json": (b'{"leader":1,', "invalid JSON"),
     "empty": (b"", "LeaderAndIsr information doesn't exist"),
-    "unknown-version": (state_doc(version=2), "'version'"),
     "leader-a-string": (state_doc(leader="1"), "'leader'"),
     "negative-leader": (state_doc(leader=-5), "'leader'"),
     "missing-leader-epoch": (state_doc(leader_epoch=None), "'leader_epoch'"),
@@ -564,6 +580,38 @@ def test_a_state_malformed_at_failover_fails_only_its_partition() -> None:
     assert info is not None and info.leader_and_isr.leader == 1
 
 
+@pytest.mark.parametrize("version", [None, 2], ids=["no-version", "version-2"])
+def test_a_state_kafka_reads_whatever_its_version_is_loaded_at_failover(
+    version: int | None,
+) -> None:
+    """Kafka's TopicPartitionStateZNode.decode never reads ``version``. A state written
+    without one used to be logged as malformed at failover; its partition then stayed
+    NewPartition, and creating its state hit NODEEXISTS: offline until the next failover.
+    Now it is the partition's state: its leader is kept and its epochs carry on."""
+    h = ControllerHarness(controller_id=CONTROLLER_ID)
+    for b in (1, 2, 3):
+        h.register_broker(b)
+    h.create_topic("healthy", {0: [1, 2]}, in_context=False)
+    h.create_topic("two", {0: [1, 2], 1: [2, 3]}, in_context=False)
+    path = paths.partition_state_path("two", 0)
+    data = state_doc(version=version, leader=1, leader_epoch=5)
+    h.admin.create(path, data, makepath=True)
+    with capture_logs() as logs:
+        h.start()
+    assert not errors(logs, path)
+    info = h.ctx.partition_leadership_info(TopicPartition("two", 0))
+    assert info is not None
+    assert (info.leader_and_isr.leader, info.leader_and_isr.leader_epoch) == (1, 5)
+    assert h.read(path) == data
+    # Its leader dies: elected from the state read, at the next leader epoch.
+    h.kill_broker(1)
+    h.drain()
+    after = h.zk_state(TopicPartition("two", 0))
+    assert after is not None
+    assert (after.leader_and_isr.leader, after.leader_and_isr.leader_epoch) == (2, 6)
+    still_serving_without(h, {1})
+
+
 # -- /config/topics/T ----------------------------------------------------------------------
 
 
@@ -572,10 +620,9 @@ def test_a_state_malformed_at_failover_fails_only_its_partition() -> None:
     [
         (b"not json", "invalid JSON"),
         (b'{"version":1,"config":{"unclean.leader.election.enable":true}}', "'config."),
-        (b'{"version":2,"config":{}}', "'version'"),
         (b'{"version":1}', "'config'"),
     ],
-    ids=["invalid-json", "value-not-a-string", "unknown-version", "missing-config"],
+    ids=["invalid-json", "value-not-a-string", "missing-config"],
 )
 def test_a_malformed_topic_config_fails_only_the_election_that_needs_it(
     h: ControllerHarness, data: bytes, words: str

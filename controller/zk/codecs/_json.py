@@ -149,6 +149,13 @@ def decimal_str(obj: Obj, key: str, path: str, hi: int = INT64_MAX) -> int:
     bad(path, key, f"a string of decimal digits up to {hi}", v)
 
 
+def informational_decimal(obj: Obj, key: str) -> int:
+    """A decimal string Kafka writes but never reads (a registration's ``timestamp``): its
+    value when well-formed, else 0. Never refuses the znode, as Kafka does not."""
+    v = obj.get(key)
+    return int(v) if type(v) is str and _DIGITS.fullmatch(v) and int(v) <= INT64_MAX else 0
+
+
 def version_field(obj: Obj, path: str, supported: Sequence[int]) -> int:
     v = obj.get("version", MISSING)
     if type(v) is int and v in supported:

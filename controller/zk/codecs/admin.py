@@ -148,9 +148,9 @@ def decode_reassignment(
 
 
 def _partition_set(data: bytes | None, path: str) -> set[TopicPartition]:
-    """The partitions listed; duplicates are merged (the content is a set, as Kafka's)."""
+    """The partitions listed; duplicates are merged (the content is a set, as Kafka's).
+    ``version`` is not read, as in Kafka's IsrChangeNotificationSequenceZNode.decode."""
     obj = load(data, path)
-    version_field(obj, path, (1,))
     return {
         topic_partition(entry, path, f"partitions[{i}]")
         for i, entry in enumerate(typed_field(obj, "partitions", path, list))

@@ -11,13 +11,12 @@ from controller.zk import paths
 from controller.zk.codecs._json import (
     INT16_MAX,
     bad,
-    decimal_str,
     dumps,
     fail,
+    informational_decimal,
     int_field,
     load,
     typed_field,
-    version_field,
 )
 from controller.zk.codecs.key_order import (
     java_hashmap_order,
@@ -148,12 +147,17 @@ def _supported_features(obj: dict[str, Any], path: str) -> dict[str, tuple[int, 
 def decode_broker_registration(
     broker_id: int, data: bytes | None, path: str | None = None
 ) -> BrokerRegistration:
-    """Versions 1-5. v1 (and a v2 without ``endpoints``) yields one PLAINTEXT endpoint."""
+    """Versions 1-5. v1 (and a v2 without ``endpoints``) yields one PLAINTEXT endpoint.
+
+    As Kafka's BrokerIdZNode.decode: a later version is read as the newest format (Kafka's
+    BrokerEndPointTest.testFromJsonFutureVersion parses a v100), and ``timestamp``, which
+    Kafka never reads, refuses nothing (0 when missing or not a decimal string).
+    """
     path = path or paths.broker_path(broker_id)
     obj = load(data, path)
-    version = version_field(obj, path, (1, 2, 3, 4, 5))
+    version = int_field(obj, "version", path, 1)  # Kafka refuses only a version below 1
     jmx_port = int_field(obj, "jmx_port", path)
-    timestamp = decimal_str(obj, "timestamp", path)
+    timestamp = informational_decimal(obj, "timestamp")
     endpoints = _endpoints(obj, version, path)
     rack = obj.get("rack")
     if rack is not None and type(rack) is not str:

@@ -8,12 +8,11 @@ from typing import Any
 from controller.zk import paths
 from controller.zk.codecs._json import (
     INT32_MAX,
-    decimal_str,
     dumps,
     fail,
+    informational_decimal,
     int_field,
     load,
-    version_field,
 )
 
 
@@ -43,12 +42,18 @@ def encode_controller(
 def decode_controller_full(
     data: bytes | None, path: str = paths.CONTROLLER
 ) -> ControllerRegistration:
+    """As Kafka's ControllerZNode.decodeController, only ``brokerid`` and (when present, in
+    any version) ``kraftControllerEpoch`` are read: ``version`` (0 when not an integer) and
+    ``timestamp`` (0 when missing or not a decimal string) refuse nothing."""
     obj = load(data, path)
-    version = version_field(obj, path, (1, 2))
+    version = obj.get("version")
     broker_id = int_field(obj, "brokerid", path, 0)
-    timestamp = decimal_str(obj, "timestamp", path)
-    kraft_epoch = int_field(obj, "kraftControllerEpoch", path, -1) if version == 2 else -1
-    return ControllerRegistration(version, broker_id, timestamp, kraft_epoch)
+    timestamp = informational_decimal(obj, "timestamp")
+    present = "kraftControllerEpoch" in obj
+    kraft_epoch = int_field(obj, "kraftControllerEpoch", path, -1) if present else -1
+    return ControllerRegistration(
+        version if type(version) is int else 0, broker_id, timestamp, kraft_epoch
+    )
 
 
 def decode_controller(data: bytes | None, path: str = paths.CONTROLLER) -> int:

@@ -24,7 +24,6 @@ from controller.zk.codecs._json import (
     load,
     partition_key,
     typed_field,
-    version_field,
 )
 from controller.zk.codecs.key_order import (
     java_properties_order,
@@ -223,19 +222,19 @@ def decode_partition_state(
     path = path or _PARTITION_STATE_PATH
     obj = load(data, path)
     get = obj.get
-    version, leader, leader_epoch = get("version"), get("leader"), get("leader_epoch")
+    # ``version`` is not read, as in Kafka's TopicPartitionStateZNode.decode: a state a tool
+    # wrote without one is read (it was refused: at failover its partition stayed offline).
+    leader, leader_epoch = get("leader"), get("leader_epoch")
     controller_epoch, raw = get("controller_epoch"), get("leader_recovery_state")
     # Runs per partition at failover: one inlined test for the common valid case, the
     # field-by-field checks (and their messages) only when it fails.
     if not (
-        version == 1
-        and type(version) is type(leader) is type(leader_epoch) is type(controller_epoch) is int
+        type(leader) is type(leader_epoch) is type(controller_epoch) is int
         and -1 <= leader <= INT32_MAX
         and 0 <= leader_epoch <= INT32_MAX
         and 0 <= controller_epoch <= INT32_MAX
         and raw is None
     ):
-        version_field(obj, path, (1,))
         leader = int_field(obj, "leader", path, -1)  # -1: no leader
         leader_epoch = int_field(obj, "leader_epoch", path, 0)
         controller_epoch = int_field(obj, "controller_epoch", path, 0)
@@ -259,9 +258,9 @@ def encode_topic_config(config: Mapping[str, str]) -> bytes:
 
 
 def decode_topic_config(data: bytes | None, path: str) -> dict[str, str]:
-    """Topic config overrides; every value is a string in Kafka's format."""
+    """Topic config overrides; every value is a string in Kafka's format. ``version`` is not
+    read, as in Kafka's ConfigEntityZNode.decode."""
     obj = load(data, path)
-    version_field(obj, path, (1,))
     config = typed_field(obj, "config", path, dict)
     for key, value in config.items():
         if type(value) is not str:
