@@ -91,6 +91,9 @@ class ClusterStatus:
     feature_epoch: int | None = None
     features_error: str | None = None
     controller_error: str | None = None  # /controller exists but is unreadable
+    # /admin/reassign_partitions exists but the controller ignores it as malformed (None: absent
+    # or readable): why, and what to do. It is never acted on nor removed by the controller.
+    reassignment_request_malformed: dict[str, Any] | None = None
     leaders: dict[str, int | None] = field(default_factory=dict)  # for the tracker
     # Topic or topic-config znodes that cannot be read (a topic whose assignment is
     # unreadable has no partitions counted above).
@@ -190,6 +193,31 @@ def _epoch(port: ZkPort) -> int | None:
         return None
 
 
+REASSIGN_REQUEST_REMEDY = (
+    f"it must be deleted (e.g. zkCli.sh delete {paths.REASSIGN_PARTITIONS}, under the chroot "
+    "if any): the controller never acts on it nor removes it, and ZooKeeper submissions are "
+    "refused while it exists"
+)
+
+
+def _reassignment_request(port: ZkPort) -> tuple[bool, dict[str, Any] | None]:
+    """Whether ``/admin/reassign_partitions`` exists, and why the controller ignores it if
+    so: read with the controller's own decoder, so "pending" means what it will act on."""
+    try:
+        data, _ = port.get(paths.REASSIGN_PARTITIONS)
+    except NoNodeError:
+        return False, None
+    try:
+        codecs.decode_reassignment_request(data)
+    except MalformedZnodeError as exc:
+        return True, {
+            "problem": exc.problem,
+            "ignored_by_controller": True,
+            "remedy": REASSIGN_REQUEST_REMEDY,
+        }
+    return True, None
+
+
 def _partition_lists(
     topics: list[TopicDescription],
 ) -> tuple[dict[str, int], list[str], list[str], list[str], dict[str, int | None]]:
@@ -255,6 +283,7 @@ def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) ->
     controllers = _controllers(port, cluster.controller_id, scrape_timeout)
     active = next((c for c in controllers if c.active), None)
     broker_default = describe_broker_default_config(port)
+    requested, malformed_request = _reassignment_request(port)
     return ClusterStatus(
         time=time.time(),
         active_controller=cluster.controller_id,
@@ -267,7 +296,8 @@ def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) ->
         offline=offline,
         under_replicated=under,
         reassigning=reassigning,
-        reassignment_requested=port.exists(paths.REASSIGN_PARTITIONS) is not None,
+        reassignment_requested=requested,
+        reassignment_request_malformed=malformed_request,
         deleting=sorted(t.name for t in topics if t.marked_for_deletion),
         elections=dict(active.elections) if active else {},
         unclean_default=broker_default.config.get(UNCLEAN_CONFIG),
@@ -398,11 +428,20 @@ def render(status: ClusterStatus, *, source: str = "") -> str:
     lines.append(_unclean_line(status))
     lines.append(_features_line(status))
     lines.append("")
-    requested = " (request pending in /admin/reassign_partitions)"
-    lines.append(
-        f"Reassignments in progress: {len(status.reassigning)}"
-        f"{requested if status.reassignment_requested else ''}"
-    )
+    bad_request = status.reassignment_request_malformed
+    if bad_request is not None:
+        requested = (
+            f" (request in {paths.REASSIGN_PARTITIONS} MALFORMED, ignored by the controller)"
+        )
+    elif status.reassignment_requested:
+        requested = f" (request pending in {paths.REASSIGN_PARTITIONS})"
+    else:
+        requested = ""
+    lines.append(f"Reassignments in progress: {len(status.reassigning)}{requested}")
+    if bad_request is not None:
+        lines.append(f"  {bad_request['problem']}")
+        remedy = bad_request["remedy"]
+        lines.append(f"  {remedy[:1].upper()}{remedy[1:]}")
     if status.reassigning:
         lines.append(f"  {_names(status.reassigning)}")
     lines.append(f"Topic deletions in progress: {len(status.deleting)}")

@@ -289,6 +289,54 @@ def test_an_unreadable_controller_znode_is_shown_not_hidden(zk_connect: str) -> 
         client.stop()
 
 
+# What Kafka 3.6's `kafka-reassign-partitions.sh --generate` proposes: its "log_dirs" is for
+# the Admin API; in the znode, Kafka's strict mapper refuses the whole request (so do we).
+GENERATED_PLAN = (
+    b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[2,1],'
+    b'"log_dirs":["any","any"]}]}'
+)
+
+
+def test_a_reassignment_request_the_controller_ignores_is_shown_malformed(
+    zk_connect: str,
+) -> None:
+    """A malformed /admin/reassign_partitions is never acted on nor removed by the controller:
+    status said "request pending" for ever. It now says malformed, why, and to delete it."""
+    from tests.support import kazoo
+
+    client = kazoo(zk_connect)
+    try:
+        client.create(paths.REASSIGN_PARTITIONS, GENERATED_PLAN, makepath=True)
+        out = status(zk_connect, "--once")
+        assert out.returncode == 0, out.stderr
+        assert "request pending" not in out.stdout
+        assert (
+            "Reassignments in progress: 0 (request in /admin/reassign_partitions MALFORMED, "
+            "ignored by the controller)"
+        ) in out.stdout
+        assert "unknown field(s) ['log_dirs']" in out.stdout
+        assert "It must be deleted (e.g. zkCli.sh delete /admin/reassign_partitions" in out.stdout
+        doc = status_json(zk_connect)
+        assert doc["reassignment_requested"] is True
+        bad = doc["reassignment_request_malformed"]
+        assert "unknown field(s) ['log_dirs']" in bad["problem"]
+        assert bad["ignored_by_controller"] is True
+        assert bad["remedy"].startswith("it must be deleted")
+        # An entry the controller fails alone (an empty replica list) leaves the rest of the
+        # request to act on: pending, as the controller's own decoder reads it.
+        client.set(
+            paths.REASSIGN_PARTITIONS,
+            b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[2,1]},'
+            b'{"topic":"t","partition":1,"replicas":[]}]}',
+        )
+        doc = status_json(zk_connect)
+        assert doc["reassignment_requested"] and doc["reassignment_request_malformed"] is None
+        out = status(zk_connect, "--once").stdout
+        assert "(request pending in /admin/reassign_partitions)" in out and "MALFORMED" not in out
+    finally:
+        client.stop()
+
+
 def test_a_metrics_address_that_answers_garbage_is_reported_not_a_crash(
     zk_connect: str,
 ) -> None:
