@@ -44,6 +44,9 @@ class ControllerStatus:
     metrics: dict[str, float] = field(default_factory=dict)  # a few scraped values
     elections: dict[str, float] = field(default_factory=dict)  # leader elections by type
     error: str | None = None
+    # Set for a KRaft controller holding /controller (kraftControllerEpoch >= 0): a
+    # ZooKeeper-to-KRaft migration's controller, not one of ours nor a Kafka broker.
+    kraft_controller_epoch: int | None = None
 
 
 @dataclass(slots=True)
@@ -91,6 +94,9 @@ class ClusterStatus:
     feature_epoch: int | None = None
     features_error: str | None = None
     controller_error: str | None = None  # /controller exists but is unreadable
+    # /controller written by a KRaft controller (a ZK->KRaft migration): its id, its
+    # kraftControllerEpoch and whether the znode is persistent (no session ends it).
+    kraft_controller: dict[str, Any] | None = None
     # /admin/reassign_partitions exists but the controller ignores it as malformed (None: absent
     # or readable): why, and what to do. It is never acted on nor removed by the controller.
     reassignment_request_malformed: dict[str, Any] | None = None
@@ -183,6 +189,24 @@ def _controllers(port: ZkPort, active: int | None, timeout: float) -> list[Contr
         out.append(ControllerStatus(active, active=True))
         out.sort(key=lambda c: c.id)
     return out
+
+
+def _kraft_controller(port: ZkPort, active: int | None) -> dict[str, Any] | None:
+    """``/controller`` as a KRaft controller writes it during a ZooKeeper migration (Kafka's
+    tryRegisterKRaftControllerAsActiveController: persistent, ``kraftControllerEpoch`` >= 0),
+    or None. Only when it still names ``active`` (read just before)."""
+    try:
+        data, stat = port.get(paths.CONTROLLER)
+        registration = codecs.decode_controller_full(data)
+    except (NoNodeError, MalformedZnodeError):
+        return None
+    if registration.kraft_controller_epoch < 0 or registration.broker_id != active:
+        return None
+    return {
+        "id": registration.broker_id,
+        "kraft_controller_epoch": registration.kraft_controller_epoch,
+        "persistent": stat.ephemeral_owner == 0,
+    }
 
 
 def _epoch(port: ZkPort) -> int | None:
@@ -282,12 +306,16 @@ def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) ->
     counts, offline, under, reassigning, leaders = _partition_lists(topics)
     controllers = _controllers(port, cluster.controller_id, scrape_timeout)
     active = next((c for c in controllers if c.active), None)
+    kraft = _kraft_controller(port, cluster.controller_id)
+    if kraft is not None and active is not None:
+        active.kraft_controller_epoch = kraft["kraft_controller_epoch"]
     broker_default = describe_broker_default_config(port)
     requested, malformed_request = _reassignment_request(port)
     return ClusterStatus(
         time=time.time(),
         active_controller=cluster.controller_id,
         controller_error=cluster.controller_error,
+        kraft_controller=kraft,
         controller_epoch=_epoch(port),
         controllers=controllers,
         brokers=brokers,
@@ -384,9 +412,21 @@ def render(status: ClusterStatus, *, source: str = "") -> str:
             f"  /controller is unreadable, so no controller can be elected until it is "
             f"deleted: {status.controller_error}"
         )
+    if status.kraft_controller is not None:
+        kraft = status.kraft_controller
+        kind = "a persistent" if kraft["persistent"] else "an ephemeral"
+        lines.append(
+            f"  /controller is {kind} znode of a KRaft controller (ZooKeeper-to-KRaft "
+            f"migration, kraftControllerEpoch {kraft['kraft_controller_epoch']}): no controller "
+            "here can be elected while it exists, and stopping them will not clear it"
+        )
     for c in status.controllers:
         role = "active " if c.active else "standby"
         detail = []
+        if c.kraft_controller_epoch is not None:
+            detail.append(
+                f"KRaft controller (migration), kraftControllerEpoch {c.kraft_controller_epoch}"
+            )
         if c.metrics:
             m = c.metrics
             detail.append(f"queue {int(m.get('event_queue_size', 0))}")

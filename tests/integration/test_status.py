@@ -289,6 +289,52 @@ def test_an_unreadable_controller_znode_is_shown_not_hidden(zk_connect: str) -> 
         client.stop()
 
 
+def test_a_kraft_controller_holding_the_controller_znode_is_identified(
+    cluster: Cluster,
+) -> None:
+    """A ZK->KRaft migration's controller takes /controller as Kafka's
+    tryRegisterKRaftControllerAsActiveController does: epoch bumped, our ephemeral node
+    replaced in one transaction by a persistent one with kraftControllerEpoch >= 0. Status
+    showed just "controller 3000 active"; it now names a KRaft controller and the persistent
+    znode no stop of ours clears."""
+    cluster.start_broker(1)
+    ours = cluster.start_controller(0)
+    assert cluster.active_controller() is ours
+    zk = cluster.zk
+    epoch, epoch_stat = zk.get(paths.CONTROLLER_EPOCH)
+    _, controller_stat = zk.get(paths.CONTROLLER)
+    takeover = zk.transaction()
+    takeover.set_data(paths.CONTROLLER_EPOCH, str(int(epoch) + 1).encode(), epoch_stat.version)
+    takeover.delete(paths.CONTROLLER, controller_stat.version)
+    takeover.create(
+        paths.CONTROLLER,
+        b'{"version":2,"brokerid":3000,"timestamp":"1700000000000","kraftControllerEpoch":7}',
+    )
+    assert not [r for r in takeover.commit() if isinstance(r, Exception)]
+    wait_until(lambda: not ours.controller.is_active, what="ours resigned")
+
+    doc = status_json(cluster.connect)
+    assert doc["active_controller"] == 3000
+    assert doc["kraft_controller"] == {"id": 3000, "kraft_controller_epoch": 7, "persistent": True}
+    kraft = next(c for c in doc["controllers"] if c["id"] == 3000)
+    assert kraft["active"] and kraft["kraft_controller_epoch"] == 7
+    standby = next(c for c in doc["controllers"] if c["id"] == 0)
+    assert not standby["active"] and standby["kraft_controller_epoch"] is None
+    out = status(cluster.connect, "--once").stdout
+    assert (
+        "/controller is a persistent znode of a KRaft controller (ZooKeeper-to-KRaft migration, "
+        "kraftControllerEpoch 7)"
+    ) in out
+    assert "stopping them will not clear it" in out
+    assert "KRaft controller (migration), kraftControllerEpoch 7" in out
+    # Our own controller's /controller (kraftControllerEpoch -1, ephemeral) is not one.
+    zk.delete(paths.CONTROLLER)
+    wait_until(lambda: ours.controller.is_active, what="ours elected again")
+    doc = status_json(cluster.connect)
+    assert doc["active_controller"] == 0 and doc["kraft_controller"] is None
+    assert "KRaft" not in status(cluster.connect, "--once").stdout
+
+
 # What Kafka 3.6's `kafka-reassign-partitions.sh --generate` proposes: its "log_dirs" is for
 # the Admin API; in the znode, Kafka's strict mapper refuses the whole request (so do we).
 GENERATED_PLAN = (
