@@ -53,7 +53,7 @@ from controller.security.acls import zk_security_from_config
 from controller.security.tls import ClientTls, ServerTls, client_tls, server_tls
 from controller.signals import Interrupted, SignalInbox
 from controller.state_change_log import StateChangeLog
-from controller.zk import paths
+from controller.zk import limits, paths
 from controller.zk.chroot import create_chroot_if_necessary
 from controller.zk.endpoints import ControllerEndpoint, encode_controller_endpoint
 from controller.zk.errors import NodeExistsError
@@ -151,6 +151,7 @@ class ControllerDaemon:
         # Security (controller.security): all off by default. Bad credentials or TLS files
         # raise here (CredentialsError / TlsConfigError), before anything starts.
         self.zk_security = zk_security_from_config(config)
+        limits.configure(config.zookeeper_jute_maxbuffer)  # znode size bounds, process-wide
         self.port = KazooPort(
             config.zookeeper_connect,
             session_timeout=config.zookeeper_session_timeout_ms / 1000,

@@ -35,7 +35,7 @@ from controller.admin.topic_configs import (
 )
 from controller.admin.writes import commit, holds, missing_parents
 from controller.core.model import Broker, ReplicaAssignment, TopicAssignment, new_topic_id
-from controller.zk import codecs, paths
+from controller.zk import codecs, limits, paths
 from controller.zk.errors import (
     BadVersionError,
     MalformedZnodeError,
@@ -85,7 +85,7 @@ COLLISION_WARNING = (
 )
 # ZooKeeper's default jute.maxbuffer is just under 1 MiB per request, path included: a larger
 # topic znode would be refused mid-operation (as a connection loss), so refuse it up front.
-MAX_TOPIC_ZNODE_BYTES = 1_000_000
+MAX_TOPIC_ZNODE_BYTES = 1_000_000  # at the default jute.maxbuffer (controller.zk.limits)
 _WRITE_ATTEMPTS = 3
 # --- results ----------------------------------------
 
@@ -244,13 +244,18 @@ def _check_not_marked_for_deletion(port: ZkPort, name: str) -> None:
         raise TopicMarkedForDeletionError(f"topic '{name}' is marked for deletion")
 
 
+def _max_topic_znode_bytes() -> int:
+    configured = limits.current()
+    return MAX_TOPIC_ZNODE_BYTES if configured.is_default else configured.topic_znode_bytes
+
+
 def _encode_checked(assignment: TopicAssignment) -> bytes:
     data = codecs.encode_topic_assignment(assignment)
-    if len(data) > MAX_TOPIC_ZNODE_BYTES:
+    if len(data) > (limit := _max_topic_znode_bytes()):
         raise InvalidPartitionsError(
             f"the assignment of topic '{assignment.topic}' ({len(assignment.partitions)} "
-            f"partitions) would be {len(data)} bytes, over the {MAX_TOPIC_ZNODE_BYTES}-byte "
-            "limit of a ZooKeeper znode"
+            f"partitions) would be {len(data)} bytes, over the {limit}-byte "
+            "limit of a ZooKeeper znode (zookeeper.jute.maxbuffer)"
         )
     return data
 
@@ -260,11 +265,11 @@ def _check_size_bound(name: str, partitions: int, replication_factor: int) -> No
     partition takes at least ``"0":[0]`` plus ``,0`` per further replica), before spending
     time and memory assigning it; ``_encode_checked`` has the exact word on the rest."""
     smallest = partitions * (7 + 2 * max(0, replication_factor - 1))
-    if smallest > MAX_TOPIC_ZNODE_BYTES:
+    if smallest > (limit := _max_topic_znode_bytes()):
         raise InvalidPartitionsError(
             f"the assignment of topic '{name}' ({partitions} partitions) would be at least "
-            f"{smallest} bytes, over the {MAX_TOPIC_ZNODE_BYTES}-byte limit of a ZooKeeper "
-            "znode"
+            f"{smallest} bytes, over the {limit}-byte limit of a ZooKeeper "
+            "znode (zookeeper.jute.maxbuffer)"
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -26,7 +27,7 @@ from controller.admin.assignment import (
 from controller.admin.client import DEFAULT_SESSION_TIMEOUT_MS, admin_session, resolve_connect
 from controller.admin.controller_client import ControllerClient, NoActiveControllerError
 from controller.api.errors import Errors, error_name
-from controller.cli.argtypes import positive_ms
+from controller.cli.argtypes import int_in, positive_ms
 from controller.logs import configure_logging
 from controller.security.acls import CredentialsError
 from controller.security.cli import (
@@ -35,6 +36,7 @@ from controller.security.cli import (
     zk_security_from_args,
 )
 from controller.security.tls import TlsConfigError
+from controller.zk import limits
 from controller.zk.errors import MalformedZnodeError, ZkError
 from controller.zk.paths import InvalidTopicError
 from controller.zk.port import ZkPort
@@ -74,6 +76,14 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
         help="ZooKeeper session timeout, also the connection wait (default %(default)s)",
     )
     parser.add_argument(
+        "--zookeeper-jute-maxbuffer",
+        type=int_in(limits.MIN_JUTE_MAXBUFFER),
+        default=None,
+        metavar="BYTES",
+        help="the ensemble's jute.maxbuffer when raised: the largest znode read or written "
+        f"(default ${JUTE_MAXBUFFER_ENV} or {limits.DEFAULT_JUTE_MAXBUFFER})",
+    )
+    parser.add_argument(
         "--verbose", action="store_true", help="log ZooKeeper client activity to stderr"
     )
     add_zookeeper_security_arguments(parser)  # controller.security: auth and ACLs on creates
@@ -87,6 +97,7 @@ def run_admin(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:
     configure_logging("DEBUG" if args.verbose else "CRITICAL", "console", sys.stderr)
     try:
         connect = resolve_connect(args.zookeeper)
+        _configure_jute_maxbuffer(getattr(args, "zookeeper_jute_maxbuffer", None))
         security = zk_security_from_args(args, admin_tool=True)
         with admin_session(connect, args.session_timeout_ms, security) as port:
             return action(port)
@@ -96,6 +107,21 @@ def run_admin(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:
         return fail(str(exc))
     except ZkError as exc:
         return fail(f"ZooKeeper request failed: {exc}")
+
+
+JUTE_MAXBUFFER_ENV = "ZKC_ZOOKEEPER_JUTE_MAXBUFFER"  # the controller's setting, shared
+
+
+def _configure_jute_maxbuffer(flag: int | None) -> None:
+    if flag is None and (text := os.environ.get(JUTE_MAXBUFFER_ENV, "").strip()):
+        try:
+            flag = int(text)
+        except ValueError:
+            raise AdminError(f"{JUTE_MAXBUFFER_ENV}={text!r} is not an integer") from None
+    try:
+        limits.configure(limits.DEFAULT_JUTE_MAXBUFFER if flag is None else flag)
+    except ValueError as exc:
+        raise AdminError(f"{JUTE_MAXBUFFER_ENV}: {exc}") from None
 
 
 DEFAULT_ADMIN_TIMEOUT_MS = 30_000

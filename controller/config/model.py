@@ -20,6 +20,7 @@ class ControllerConfig:
     zookeeper_session_timeout_ms: int
     zookeeper_connection_timeout_ms: int  # already resolved: never None
     zookeeper_max_in_flight_requests: int
+    zookeeper_jute_maxbuffer: int
     auto_leader_rebalance_enable: bool
     leader_imbalance_check_interval_seconds: int
     leader_imbalance_per_broker_percentage: int

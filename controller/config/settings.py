@@ -170,6 +170,11 @@ SETTINGS: tuple[Setting, ...] = (
                 "cache at failover; this controller writes /feature itself and needs no wait.)"),
     Setting("zookeeper.max.in.flight.requests", Kind.INT, 10, kafka=True, min=1,
             doc="Maximum unacknowledged ZooKeeper requests pipelined by the client."),
+    Setting("zookeeper.jute.maxbuffer", Kind.INT, 0xFFFFF, min=64 * 1024,
+            doc="The ensemble's jute.maxbuffer (ZooKeeper's default, 1 MiB - 1): the largest "
+                "request it accepts. Set it to the servers' value when raised for large "
+                "topics; the controller then reads and writes znodes up to that size "
+                "(larger ones it refuses: a ZooKeeper given one drops the connection)."),
     Setting("auto.leader.rebalance.enable", Kind.BOOL, True, kafka=True, dynamic=True,
             doc="Run the preferred-leader election periodically (first run 5 s after failover)."),
     Setting("leader.imbalance.check.interval.seconds", Kind.INT, 300, kafka=True, dynamic=True,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
-from controller.zk import paths
+from controller.zk import limits, paths
 from controller.zk.errors import (
     BadVersionError,
     ControllerMovedError,
@@ -43,8 +43,13 @@ DEFAULT_BYTES_PER_MULTI = 512 * 1024
 _OP_OVERHEAD = 32  # per-op framing: multi header, op type, version, flags, ACL
 # One item's ops share a multi, so an item larger than this can never be sent: default
 # jute.maxbuffer (1 MiB - 1) less room for the check op and framing the estimate leaves out.
-# The codecs refuse to read a znode over 1 MiB anyway (MAX_ZNODE_BYTES).
+# A configured zookeeper.jute.maxbuffer replaces it (controller.zk.limits).
 MAX_ITEM_BYTES = 1024 * 1024 - 4096
+
+
+def max_item_bytes() -> int:
+    configured = limits.current()
+    return MAX_ITEM_BYTES if configured.is_default else configured.write_item_bytes
 
 
 def op_size(op: Op) -> int:
@@ -78,13 +83,15 @@ class FencedWriter:
         first: list[tuple[K, list[Op]]] = []
         # Each item's size once: _pack needs it again in every round.
         sizes: dict[K, int] = {}
+        max_item = max_item_bytes()
         for key, ops in items.items():
             size = sizes[key] = sum(op_size(op) for op in ops)
-            if size > MAX_ITEM_BYTES:
+            if size > max_item:
                 # Sent, it would be resent for ever (see RequestTooLargeError): fail it alone.
                 results[key] = RequestTooLargeError(
                     f"a write of ~{size} bytes to {ops[0].path} is larger than ZooKeeper's "
-                    f"default jute.maxbuffer allows ({MAX_ITEM_BYTES} bytes here); not sent",
+                    f"jute.maxbuffer allows ({max_item} bytes here; the setting "
+                    "zookeeper.jute.maxbuffer); not sent",
                     path=ops[0].path,
                 )
             elif ops:

@@ -723,7 +723,7 @@ MALFORMED: list[tuple[str, Decoder, bytes | None, str, str]] = [
         _topic,
         b'{"version":3,"partitions":{},"x":"' + b"a" * codecs.MAX_ZNODE_BYTES + b'"}',
         TOPIC_PATH,
-        "exceeds MAX_ZNODE_BYTES",
+        "byte znode limit (zookeeper.jute.maxbuffer)",
     ),
     # /brokers/topics/T
     ("topic partitions null", _topic, b'{"version":3,"partitions":null}', TOPIC_PATH,
@@ -1346,7 +1346,8 @@ def test_every_admin_notification_and_config_decoder_refuses_an_oversized_payloa
     decode: Callable[[bytes, str], object], path: str
 ) -> None:
     oversized = b'{"version":1,"x":"' + b"a" * codecs.MAX_ZNODE_BYTES + b'"}'
-    with pytest.raises(MalformedZnodeError, match="exceeds MAX_ZNODE_BYTES") as info:
+    limit = r"byte znode limit \(zookeeper\.jute\.maxbuffer\)"
+    with pytest.raises(MalformedZnodeError, match=limit) as info:
         decode(oversized, path)
     assert info.value.path == path
 

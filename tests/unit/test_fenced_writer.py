@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from controller.zk import codecs, paths
+from controller.zk import codecs, limits, paths
 from controller.zk.errors import (
     BadVersionError,
     ControllerMovedError,
@@ -108,3 +108,21 @@ def test_an_item_larger_than_a_request_may_be_is_refused_unsent() -> None:
     # The largest item that fits is still sent.
     fits = [SetData("/x/n1", b"x" * (MAX_ITEM_BYTES - 100), 0)]
     assert not isinstance(FencedWriter(port).run_one(fits, epoch_version), ZkError)
+
+
+def test_a_raised_jute_maxbuffer_lets_larger_items_through() -> None:
+    # An ensemble configured with jute.maxbuffer 4 MiB takes a 2 MiB topic znode; the
+    # setting zookeeper.jute.maxbuffer tells the writer so (controller.zk.limits).
+    session, epoch_version = _nodes(1)
+    big = [SetData("/x/n0", b"x" * (2 * 1024 * 1024), 0)]
+    assert isinstance(FencedWriter(session).run_one(big, epoch_version), RequestTooLargeError)
+    limits.configure(4 * 1024 * 1024)
+    try:
+        assert not isinstance(FencedWriter(session).run_one(big, epoch_version), ZkError)
+        too_big = [SetData("/x/n0", b"x" * (4 * 1024 * 1024), 1)]
+        refused = FencedWriter(session).run_one(too_big, epoch_version)
+        assert isinstance(refused, RequestTooLargeError)
+        assert "zookeeper.jute.maxbuffer" in str(refused)
+    finally:
+        limits.configure(limits.DEFAULT_JUTE_MAXBUFFER)
+    assert len(session.get("/x/n0")[0]) == 2 * 1024 * 1024

@@ -37,6 +37,9 @@ from tests.harness.malformed import (
     valid_registration,
 )
 
+# How the codecs refuse a payload over the ensemble's request limit.
+TOO_LARGE = "znode limit (zookeeper.jute.maxbuffer)"
+
 
 @pytest.fixture
 def h() -> Iterator[ControllerHarness]:
@@ -121,7 +124,7 @@ BAD_REGISTRATIONS = {
         "listener_security_protocol_map",
     ),
     "features-wrong-shape": (registration(4, features={"f": 3}), "'features.f'"),
-    "oversized": (b'{"version":5,"x":"' + b"a" * (1024 * 1024) + b'"}', "MAX_ZNODE_BYTES"),
+    "oversized": (b'{"version":5,"x":"' + b"a" * (1024 * 1024) + b'"}', TOO_LARGE),
 }
 
 
@@ -279,7 +282,7 @@ BAD_TOPICS = {
     "broker-id-too-large": (topic_doc(partitions={"0": [2**31]}), "'partitions.0[0]'"),
     "bad-topic-id": (topic_doc(topic_id="not-a-uuid"), "'topic_id'"),
     "adding-not-an-object": (topic_doc(adding_replicas=[4]), "'adding_replicas'"),
-    "oversized": (topic_doc(pad="x" * (1024 * 1024)), "MAX_ZNODE_BYTES"),
+    "oversized": (topic_doc(pad="x" * (1024 * 1024)), TOO_LARGE),
 }
 
 
@@ -495,7 +498,7 @@ BAD_STATES = {
     "duplicate-isr-member": (state_doc(isr=[1, 2, 2]), "duplicate broker id 2"),
     "unknown-recovery-state": (state_doc(leader_recovery_state=7), "'leader_recovery_state'"),
     "missing-controller-epoch": (state_doc(controller_epoch=None), "'controller_epoch'"),
-    "oversized": (state_doc(pad="x" * (1024 * 1024)), "MAX_ZNODE_BYTES"),
+    "oversized": (state_doc(pad="x" * (1024 * 1024)), TOO_LARGE),
 }
 
 TWO = TopicPartition("two", 0)

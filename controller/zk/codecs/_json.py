@@ -14,12 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn, TypeVar
 
 from controller.core.model import TopicPartition
-from controller.zk import paths
+from controller.zk import limits, paths
 from controller.zk.errors import MalformedZnodeError
 
-# ZooKeeper's default jute.maxbuffer (just under 1 MiB) bounds any znode; anything larger than
-# 1 MiB cannot have come from a default-configured ZooKeeper, so it is refused before parsing.
-MAX_ZNODE_BYTES = 1024 * 1024
+# ZooKeeper's jute.maxbuffer (just under 1 MiB by default) bounds any znode; anything larger
+# cannot have come from the ensemble (controller.zk.limits), so it is refused before parsing.
+MAX_ZNODE_BYTES = 1024 * 1024  # the bound at the default jute.maxbuffer
 
 INT16_MAX = 2**15 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -80,9 +80,11 @@ def load(data: bytes | None, path: str) -> dict[str, Any]:
     """Parse a znode payload that must be a JSON object."""
     if not data:
         raise MalformedZnodeError(path, "no data (null or empty); a JSON object is required")
-    if len(data) > MAX_ZNODE_BYTES:
+    if len(data) > MAX_ZNODE_BYTES and len(data) > (limit := limits.current().read_bytes):
         raise MalformedZnodeError(
-            path, f"payload of {len(data)} bytes exceeds MAX_ZNODE_BYTES ({MAX_ZNODE_BYTES})"
+            path,
+            f"payload of {len(data)} bytes exceeds the {limit}-byte znode limit "
+            "(zookeeper.jute.maxbuffer)",
         )
     try:
         text = str(data, "utf-8")
