@@ -7,6 +7,7 @@
 - ``isr``           ISR changes: the AlterPartition RPC and ``/isr_change_notification``
 - ``log_dirs``      log-dir failures announced in ``/log_dir_event_notification``
 - ``reassignment``  partition reassignment (``/admin/reassign_partitions`` and the admin API)
+                    (``reassignment_znodes``: the znodes it writes and watches)
 - ``deletion``      topic deletion (``/admin/delete_topics``, StopReplica responses)
 - ``elections``     preferred/unclean elections (ZooKeeper and admin API), auto rebalance
 - ``shutdown``      controlled shutdown of a broker

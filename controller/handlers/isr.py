@@ -324,9 +324,10 @@ class IsrChanges:
         if reassignments is None:
             return
         being_reassigned = self.ctl.context.partitions_being_reassigned
-        for tp in partitions:
-            if tp in being_reassigned:
-                reassignments.maybe_complete_reassignment(tp)
+        # All at once: those completing share one write of their topic znode.
+        reassignments.maybe_complete_reassignments(
+            [tp for tp in partitions if tp in being_reassigned]
+        )
 
     # -- /isr_change_notification ----------------------------------------------------------
 

@@ -11,15 +11,18 @@ Entry points:
   ``ListPartitionReassignments``: the admin gRPC API. Replies follow the contract in
   ``controller.rpc.admin_service``.
 - ``PartitionReassignmentIsrChange``: the state znode of a reassigning partition changed (a
-  leader's ISR write); ``maybe_complete_reassignment`` is also the hook for ISR updates that
+  leader's ISR write); ``maybe_complete_reassignments`` is also the hook for ISR updates that
   arrive by AlterPartition or ISR-change notifications.
 - failover (``initializePartitionReassignments``) and broker start-up (resume the
   reassignments whose target includes a new broker).
 
-``on_partition_reassignment`` is Kafka's state machine, step by step: U (persist the full
+``on_partition_reassignments`` is Kafka's state machine, step by step: U (persist the full
 RS/AR/RR), then A (bump the leader epoch, start the adding replicas) while the target replicas
 are not all in the ISR, else B (leader into the target set, stop and delete the removed
-replicas, persist RS = target, drop the znode entry, tell every broker).
+replicas, persist RS = target, drop the znode entry, tell every broker). It takes every
+partition an event reassigns: the steps that rewrite a topic znode (U1, B6) write each topic
+once for all its partitions (``reassignment_znodes``), where Kafka rewrites the whole topic
+once per partition.
 """
 
 from __future__ import annotations
@@ -48,14 +51,13 @@ from controller.core.model import (
     PartitionState,
     ReplicaAssignment,
     ReplicaState,
-    TopicAssignment,
     TopicPartition,
 )
 from controller.core.reassignment import maybe_build_reassignment, validate_replicas
 from controller.core.state_reads import exhausted_leader_epoch_error
+from controller.handlers.reassignment_znodes import ReassignmentZnodes
 from controller.zk import codecs, paths
-from controller.zk.errors import ControllerMovedError, MalformedZnodeError, NoNodeError, ZkError
-from controller.zk.watches import ZNodeChangeHandler
+from controller.zk.errors import ControllerMovedError, MalformedZnodeError, NoNodeError
 
 if TYPE_CHECKING:
     from controller.core.controller import Controller
@@ -65,7 +67,7 @@ log = structlog.get_logger("controller.reassignment")
 PARTITION_DOES_NOT_EXIST = "The partition does not exist."
 
 
-class PartitionReassignments:
+class PartitionReassignments(ReassignmentZnodes):
     def __init__(self, ctl: Controller) -> None:
         self.ctl = ctl
         ctl.reassignments = self
@@ -89,17 +91,6 @@ class PartitionReassignments:
         }
 
     # -- entry points --------------------------------------------------------------------
-
-    def _reassign_znode_handler(self) -> ZNodeChangeHandler:
-        put = self.ctl.put
-        # Creation is Kafka's trigger. Deletion only re-arms the watch (the event is a no-op
-        # while the node is absent), so a znode an operator deletes by hand does not leave us
-        # blind to the next one.
-        return ZNodeChangeHandler(
-            paths.REASSIGN_PARTITIONS,
-            on_creation=lambda: put(ZkPartitionReassignment()),
-            on_deletion=lambda: put(ZkPartitionReassignment()),
-        )
 
     def process_zk_partition_reassignment(self, *, only_new: bool = False) -> set[TopicPartition]:
         """The reassignments in ``/admin/reassign_partitions``; returns those started.
@@ -212,16 +203,30 @@ class PartitionReassignments:
             self.maybe_complete_reassignment(event.tp)
 
     def maybe_complete_reassignment(self, tp: TopicPartition) -> None:
-        """Finish the reassignment of ``tp`` if its target replicas are all in the ISR. Call
-        after any ISR change of a reassigning partition (AlterPartition, notifications)."""
-        assignment = self.ctl.context.partition_full_replica_assignment(tp)
-        if self._is_reassignment_complete(tp, assignment):
-            log.info(
-                "target replicas caught up with the leader",
-                partition=str(tp),
-                target_replicas=list(assignment.target_replicas),
-            )
-            self.on_partition_reassignment(tp, assignment)
+        self.maybe_complete_reassignments([tp])
+
+    def maybe_complete_reassignments(self, partitions: Iterable[TopicPartition]) -> None:
+        """Finish the reassignments whose target replicas are all in the ISR. Call after any
+        ISR change of reassigning partitions (AlterPartition, notifications)."""
+        ctx = self.ctl.context
+        complete: dict[TopicPartition, ReplicaAssignment] = {}
+        for tp in sorted(set(partitions)):
+            assignment = ctx.partition_full_replica_assignment(tp)
+            if self._is_reassignment_complete(tp, assignment):
+                log.info(
+                    "target replicas caught up with the leader",
+                    partition=str(tp),
+                    target_replicas=list(assignment.target_replicas),
+                )
+                complete[tp] = assignment
+        for tp, error in self.on_partition_reassignments(complete).items():
+            if error is not None:
+                log.error(
+                    "cannot complete the reassignment of a partition",
+                    partition=str(tp),
+                    error=str(error),
+                    exc_info=error,
+                )
 
     def initialize_partition_reassignments(self) -> None:
         """Failover step 10: the znode first (it supersedes API reassignments of the same
@@ -238,23 +243,25 @@ class PartitionReassignments:
         self, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]
     ) -> None:
         ctx = self.ctl.context
-        for tp in sorted(ctx.partitions_being_reassigned):
-            current = ctx.partition_full_replica_assignment(tp)
-            if not should_resume(tp, current):
-                continue
-            try:
-                self.on_partition_reassignment(tp, current)
-            except ControllerMovedError:
-                raise
-            except ApiError as exc:
+        resume = {
+            tp: current
+            for tp in sorted(ctx.partitions_being_reassigned)
+            if should_resume(tp, current := ctx.partition_full_replica_assignment(tp))
+        }
+        # One broken partition does not stop the others (or the rest of failover).
+        for tp, error in self.on_partition_reassignments(resume).items():
+            if isinstance(error, ApiError):
                 log.error(
                     "cannot resume the reassignment of a partition",
                     partition=str(tp),
-                    error=str(exc),
+                    error=str(error),
                 )
-            except Exception:
-                # One broken partition must not stop the others (or the rest of failover).
-                log.exception("error resuming the reassignment of a partition", partition=str(tp))
+            elif error is not None:
+                log.error(
+                    "error resuming the reassignment of a partition",
+                    partition=str(tp),
+                    exc_info=error,
+                )
 
     def _maybe_trigger_partition_reassignment(
         self,
@@ -267,6 +274,7 @@ class PartitionReassignments:
         let the deletion go ahead)."""
         ctx = self.ctl.context
         results: dict[TopicPartition, ApiError | None] = {}
+        to_start: dict[TopicPartition, ReplicaAssignment] = {}
         for tp in sorted(reassignments):
             if ctx.is_topic_queued_up_for_deletion(tp.topic) and tp not in cancels:
                 log.info("not reassigning a partition of a topic being deleted", partition=str(tp))
@@ -274,99 +282,149 @@ class PartitionReassignments:
             elif not ctx.partition_replica_assignment(tp):
                 results[tp] = ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, PARTITION_DOES_NOT_EXIST)
             else:
-                try:
-                    self.on_partition_reassignment(tp, reassignments[tp])
-                    results[tp] = None
-                except ControllerMovedError:
-                    raise
-                except ApiError as exc:
+                to_start[tp] = reassignments[tp]
+        for tp, error in self.on_partition_reassignments(to_start).items():
+            if error is None or isinstance(error, ApiError):
+                if error is not None:
                     log.warning(
-                        "refused to reassign a partition", partition=str(tp), error=str(exc)
+                        "refused to reassign a partition", partition=str(tp), error=str(error)
                     )
-                    results[tp] = exc
-                except Exception as exc:
-                    log.exception("error reassigning a partition", partition=str(tp))
-                    results[tp] = ApiError(
-                        Errors.UNKNOWN_SERVER_ERROR, f"reassignment of {tp} failed: {exc}"
-                    )
-        return results
+                results[tp] = error
+            else:
+                log.error("error reassigning a partition", partition=str(tp), exc_info=error)
+                results[tp] = ApiError(
+                    Errors.UNKNOWN_SERVER_ERROR, f"reassignment of {tp} failed: {error}"
+                )
+        return dict(sorted(results.items()))
 
     # -- the reassignment state machine (reference §2.7.3) -------------------------------
 
-    def on_partition_reassignment(
-        self, tp: TopicPartition, reassignment: ReplicaAssignment
-    ) -> None:
+    def on_partition_reassignments(
+        self, reassignments: Mapping[TopicPartition, ReplicaAssignment]
+    ) -> dict[TopicPartition, Exception | None]:
+        """Kafka's ``onPartitionReassignment`` for each partition, in partition order, except
+        that the steps writing the topic znode (U1, B6) are done for all of them at once, one
+        write per topic: per partition, a topic of thousands blocked the event thread for
+        minutes. Each partition's steps keep Kafka's order (U1 before A1; B6 after B5, before
+        B7). Gives each partition's error, None when it started or completed;
+        ``ControllerMovedError`` is raised."""
         ctl = self.ctl
+        ctx = ctl.context
+        results: dict[TopicPartition, Exception | None] = {}
+        todo: dict[TopicPartition, ReplicaAssignment] = {}
+        deletion = ctl.topic_deletion_manager
+        for tp in sorted(reassignments):
+            refusal = self._refusal(tp, reassignments[tp])
+            if refusal is not None:
+                results[tp] = refusal
+                continue
+            if deletion is not None:
+                deletion.mark_topic_ineligible_for_deletion({tp.topic}, "reassignment in progress")
+            todo[tp] = reassignments[tp]
+        # U1 (in _update_current_reassignment for Kafka), for every partition that changes.
+        changed: dict[TopicPartition, ReplicaAssignment] = {}
+        for tp, reassignment in todo.items():
+            current = ctx.partition_full_replica_assignment(tp)
+            if current != reassignment:
+                log.info(
+                    "updating the assignment of a reassigning partition",
+                    partition=str(tp),
+                    current=str(current),
+                    new=str(reassignment),
+                )
+                changed[tp] = reassignment
+        results.update(self._update_replica_assignments(changed))
+        completing: dict[TopicPartition, ReplicaAssignment] = {}
+        for tp, reassignment in todo.items():
+            if tp in results:
+                continue
+            try:
+                self._update_current_reassignment(tp, reassignment)
+                if self._is_reassignment_complete(tp, reassignment):
+                    completing[tp] = self._complete_until_b5(tp, reassignment)
+                else:
+                    # A1: new leader epoch; LeaderAndIsr with the full RS/AR/RR to ORS and AR.
+                    self._update_leader_epoch_and_send_request(tp, reassignment)
+                    # A2: adding replicas -> NewReplica, one call each, as Kafka does.
+                    for replica in reassignment.adding_replicas:
+                        ctl.replica_state_machine.handle_state_changes(
+                            [PartitionAndReplica(tp, replica)], ReplicaState.NewReplica
+                        )
+                    results[tp] = None
+            except ControllerMovedError:
+                raise
+            except Exception as exc:
+                results[tp] = exc
+        # B6: after B5, because the topic znode is the only durable copy of the origin replicas.
+        results.update(self._update_replica_assignments(completing))
+        # B7
+        done = {tp: a for tp, a in completing.items() if tp not in results}
+        results.update(self._remove_partitions_from_reassigning_partitions(done))
+        for tp, completed in done.items():
+            if tp in results:
+                continue
+            # B8
+            ctl.send_update_metadata_request(ctx.live_or_shutting_down_broker_ids(), [tp])
+            log.info(
+                "reassignment completed", partition=str(tp), replicas=list(completed.replicas)
+            )
+            if deletion is not None:
+                deletion.resume_deletion_for_topics({tp.topic})
+            results[tp] = None
+        return results
+
+    def _refusal(self, tp: TopicPartition, reassignment: ReplicaAssignment) -> ApiError | None:
+        """Why ``tp`` cannot be reassigned now, checked before anything is written."""
         if not reassignment.target_replicas:
             # Only a hand-written topic znode gets here (removing_replicas listing every
             # replica; the API and /admin/reassign_partitions refuse an empty target).
             # Completing it would stop and delete every replica of the partition.
-            raise ApiError(
+            return ApiError(
                 Errors.INVALID_REPLICA_ASSIGNMENT,
                 f"{tp}: the reassignment {reassignment} has no target replicas (every replica "
                 "is being removed); refusing to delete them all. Cancel the reassignment or "
                 "reassign the partition to a non-empty replica list",
             )
-        if ctl.context.partition_leadership_info(tp) is None:
+        if self.ctl.context.partition_leadership_info(tp) is None:
             # Never brought online (no replica was live since its creation). Kafka writes the
             # new replica set, then fails on the missing state znode before starting the
             # adding replicas; the partition later comes online with an ISR of replicas the
             # replica state machine never started, which a later reassignment cannot remove
             # from the ISR (simulation seed 100816). Refuse before writing anything.
-            raise ApiError(
+            return ApiError(
                 Errors.LEADER_NOT_AVAILABLE,
                 f"{tp} has no leader and ISR yet (none of its replicas has been live since it "
                 "was created); reassign it once it is online",
             )
-        deletion = ctl.topic_deletion_manager
-        if deletion is not None:
-            deletion.mark_topic_ineligible_for_deletion({tp.topic}, "reassignment in progress")
-        self._update_current_reassignment(tp, reassignment)
-        adding = reassignment.adding_replicas
-        if not self._is_reassignment_complete(tp, reassignment):
-            # A1: new leader epoch; LeaderAndIsr with the full RS/AR/RR to ORS and AR.
-            self._update_leader_epoch_and_send_request(tp, reassignment)
-            # A2: adding replicas -> NewReplica, one call each, as Kafka does.
-            for replica in adding:
-                ctl.replica_state_machine.handle_state_changes(
-                    [PartitionAndReplica(tp, replica)], ReplicaState.NewReplica
-                )
-            return
-        ctx = ctl.context
+        return None
+
+    def _complete_until_b5(
+        self, tp: TopicPartition, reassignment: ReplicaAssignment
+    ) -> ReplicaAssignment:
+        """B1-B5 of a reassignment whose target replicas are all in the ISR; gives the
+        completed assignment (B6 writes it)."""
+        ctl = self.ctl
         # B1
         ctl.replica_state_machine.handle_state_changes(
-            [PartitionAndReplica(tp, r) for r in adding], ReplicaState.OnlineReplica
+            [PartitionAndReplica(tp, r) for r in reassignment.adding_replicas],
+            ReplicaState.OnlineReplica,
         )
         # B2
         completed = ReplicaAssignment(reassignment.target_replicas)
-        ctx.update_partition_full_replica_assignment(tp, completed)
+        ctl.context.update_partition_full_replica_assignment(tp, completed)
         # B3
         self._move_reassigned_partition_leader_if_required(tp, completed)
         # B4/B5
         self._stop_removed_replicas(tp, reassignment.removing_replicas)
-        # B6: last, because the topic znode is the only durable copy of the origin replicas.
-        self._update_replica_assignment_for_partition(tp, completed)
-        # B7
-        self._remove_partition_from_reassigning_partitions(tp, completed)
-        # B8
-        ctl.send_update_metadata_request(ctx.live_or_shutting_down_broker_ids(), [tp])
-        log.info("reassignment completed", partition=str(tp), replicas=list(completed.replicas))
-        if deletion is not None:
-            deletion.resume_deletion_for_topics({tp.topic})
+        return completed
 
     def _update_current_reassignment(
         self, tp: TopicPartition, reassignment: ReplicaAssignment
     ) -> None:
+        """U2-U3 (U1, the topic znode, is written first for all the partitions at once)."""
         ctx = self.ctl.context
         current = ctx.partition_full_replica_assignment(tp)
         if current != reassignment:
-            log.info(
-                "updating the assignment of a reassigning partition",
-                partition=str(tp),
-                current=str(current),
-                new=str(reassignment),
-            )
-            self._update_replica_assignment_for_partition(tp, reassignment)  # U1
             ctx.update_partition_full_replica_assignment(tp, reassignment)  # U2
             # U3: replicas of an earlier reassignment no longer wanted (or a cancel's adding
             # replicas).
@@ -491,133 +549,3 @@ class PartitionReassignments:
             ReplicaState.NonExistentReplica,
         ):
             rsm.handle_state_changes(removed, target)
-
-    def _update_replica_assignment_for_partition(
-        self, tp: TopicPartition, assignment: ReplicaAssignment
-    ) -> None:
-        ctx = self.ctl.context
-        partitions = {
-            p.partition: a
-            for p, a in ctx.partition_full_replica_assignment_for_topic(tp.topic).items()
-        }
-        partitions[tp.partition] = assignment
-        try:
-            # Merged with the znode: partitions added meanwhile must survive (the simulator
-            # found them lost with Kafka's blind rewrite of the cached assignment).
-            self.ctl.gateway.merge_topic_assignment(
-                TopicAssignment(tp.topic, ctx.topic_ids.get(tp.topic), partitions),
-                ctx.epoch_zk_version,
-            )
-        except NoNodeError:
-            raise StateChangeFailedError(
-                f"Failed to update assignment for {tp} since the topic has no current assignment"
-            ) from None
-
-    def _remove_partition_from_reassigning_partitions(
-        self, tp: TopicPartition, assignment: ReplicaAssignment
-    ) -> None:
-        ctx = self.ctl.context
-        if tp not in ctx.partitions_being_reassigned:
-            raise StateChangeFailedError(
-                f"Cannot remove reassigning partition {tp}: it is not being reassigned"
-            )
-        self._unwatch_isr(tp)
-        # The znode entry goes only if it asked for exactly this result.
-        self._maybe_remove_from_zk_reassignment(
-            lambda p, replicas: p == tp and tuple(replicas) == assignment.replicas
-        )
-        ctx.partitions_being_reassigned.discard(tp)
-
-    def _maybe_remove_from_zk_reassignment(
-        self,
-        should_remove: Callable[[TopicPartition, Sequence[int]], bool],
-        *,
-        only_if_any: bool = False,
-    ) -> None:
-        """Kafka's maybeRemoveFromZkReassignment; ``only_if_any``: leave the znode alone
-        unless an entry is to be removed (not Kafka's: for our own cleanup after a topic
-        deletion, which must not delete a request it does not concern)."""
-        gateway = self.ctl.gateway
-        if not gateway.reassign_partitions_in_progress():
-            return
-        request = gateway.get_partition_reassignment_request()
-        current = request.targets
-        remaining = {tp: r for tp, r in current.items() if not should_remove(tp, r)}
-        if only_if_any and len(remaining) == len(current):
-            return
-        # Invalid entries go with any rewrite: they were reported when the request was read.
-        removed = sorted(
-            (set(current) - set(remaining)) | set(request.invalid) | set(request.unknown)
-        )
-        epoch_zk_version = self.ctl.context.epoch_zk_version
-        if not remaining:
-            # Also deletes a malformed znode (it reads as empty), as Kafka does.
-            log.info(
-                "no more partitions to reassign through ZooKeeper; deleting the znode",
-                path=paths.REASSIGN_PARTITIONS,
-                removed=[str(tp) for tp in removed],
-            )
-            gateway.delete_partition_reassignment(epoch_zk_version)
-            # The watch is creation-only: re-arm it for the next request.
-            self.ctl.put(ZkPartitionReassignment())
-        elif removed:
-            log.info(
-                "removing partitions from the ZooKeeper reassignment request",
-                path=paths.REASSIGN_PARTITIONS,
-                removed=[str(tp) for tp in removed],
-            )
-            try:
-                gateway.set_or_create_partition_reassignment(remaining, epoch_zk_version)
-            except ControllerMovedError:
-                raise
-            except ZkError as exc:
-                raise StateChangeFailedError(
-                    f"could not update {paths.REASSIGN_PARTITIONS}: {exc}"
-                ) from exc
-            # Our write fired (and so used up) the node's watch: arm it again, or a deletion
-            # and a new request would go unseen until the next failover.
-            gateway.register_change_handler_and_check_existence(self._reassign_znode_handler())
-
-    def on_topic_deleted(self, topic: str) -> None:
-        """The topic's deletion completed (possibly while some of its partitions were still
-        moving): unwatch their ISRs and drop its entries from the ZooKeeper request. A failed
-        rewrite is logged; the entry is then removed at the next failover (unknown topic) or
-        left to a re-created topic, as in Kafka."""
-        ctx = self.ctl.context
-        for tp in [tp for tp in ctx.partitions_being_reassigned if tp.topic == topic]:
-            self._unwatch_isr(tp)
-        try:
-            self._maybe_remove_from_zk_reassignment(
-                lambda tp, _: tp.topic == topic, only_if_any=True
-            )
-        except StateChangeFailedError as exc:
-            log.warning(
-                "could not remove a deleted topic from the reassignment request",
-                topic=topic,
-                path=paths.REASSIGN_PARTITIONS,
-                error=str(exc),
-            )
-
-    # -- the legacy ISR watch ------------------------------------------------------------
-
-    def _watch_isr(self, tp: TopicPartition) -> None:
-        path = paths.partition_state_path(tp.topic, tp.partition)
-        put = self.ctl.put
-        self.ctl.gateway.register_change_handler(
-            ZNodeChangeHandler(
-                path, on_data_change=lambda: put(PartitionReassignmentIsrChange(tp=tp))
-            )
-        )
-        self._isr_watches.add(path)
-
-    def _unwatch_isr(self, tp: TopicPartition) -> None:
-        path = paths.partition_state_path(tp.topic, tp.partition)
-        self.ctl.gateway.unregister_change_handler(path)
-        self._isr_watches.discard(path)
-
-    def _drop_watches_when_inactive(self, ctl: Controller) -> None:
-        # Resignation (Kafka's onControllerResignation step 3) has no hook of its own.
-        if not ctl.is_active and self._isr_watches:
-            for path in self._isr_watches:
-                ctl.gateway.unregister_change_handler(path)
-            self._isr_watches.clear()

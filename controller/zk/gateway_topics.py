@@ -2,7 +2,7 @@
 ``/config/topics/T`` (reference §1.2, §1.3).
 
 A mixin of ``ZkGateway``. Reads are batched and arm the data watches of topics with a
-registered handler; the writes are fenced, and the two that merge (``merge_topic_assignment``,
+registered handler; the writes are fenced, and the two that merge (``merge_topic_partitions``,
 ``set_topic_ids``) are conditional on the version read, so partitions an admin adds in between
 are never lost.
 """
@@ -14,9 +14,15 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from controller.core.model import TopicAssignment
-from controller.zk import codecs, paths
-from controller.zk.errors import BadVersionError, MalformedZnodeError, NoNodeError, ZkError
+from controller.core.model import ReplicaAssignment, TopicAssignment
+from controller.zk import codecs, fenced, paths
+from controller.zk.errors import (
+    BadVersionError,
+    MalformedZnodeError,
+    NoNodeError,
+    RequestTooLargeError,
+    ZkError,
+)
 from controller.zk.port import Op, ReadResult, SetData, ZkPort
 
 if TYPE_CHECKING:
@@ -95,39 +101,58 @@ class TopicZnodes:
         if isinstance(result, ZkError):
             raise result
 
-    def merge_topic_assignment(self, assignment: TopicAssignment, epoch_zk_version: int) -> None:
-        """Fenced rewrite of ``/brokers/topics/T`` that keeps partitions the controller does
-        not know yet, conditional on the version it read (re-read on BADVERSION).
+    def merge_topic_partitions(
+        self,
+        topic: str,
+        topic_id: str | None,
+        known: Mapping[int, ReplicaAssignment],
+        updates: Mapping[int, ReplicaAssignment],
+        epoch_zk_version: int,
+    ) -> dict[int, ZkError]:
+        """One fenced rewrite of ``/brokers/topics/T`` giving every partition in ``updates``
+        its new assignment: the controller's ``known`` assignments, then ``updates``, then the
+        partitions the controller does not know yet, as found in the znode; conditional on
+        the version read (re-read on BADVERSION).
 
         Kafka's ``setTopicAssignmentRaw`` writes the controller's cached assignment blindly, so
         partitions an admin adds while the controller is about to rewrite the topic (a
-        reassignment step) were lost: the controller never learns of them, since
-        its own write removes them before it reads the znode. Partitions in both keep the
-        controller's value (pitfall 13). ``NoNodeError`` when the topic znode is gone.
+        reassignment step) were lost: the controller never learns of them, since its own
+        write removes them before it reads the znode. Partitions in both keep the
+        controller's value (pitfall 13).
+
+        One write for many partitions (Kafka writes the whole topic once per partition:
+        minutes for a topic of thousands). Partitions whose update would take the znode past
+        ZooKeeper's size limit are left out, in partition order, as they would fail one write
+        each: they are returned with their error. ``NoNodeError`` when the topic znode is gone.
         """
-        path = paths.topic_path(assignment.topic)
+        path = paths.topic_path(topic)
         while True:
             data, stat = self.port.get(path)
-            partitions = dict(assignment.partitions)
-            topic_id = assignment.topic_id
+            base = dict(known)
             try:
-                current = codecs.decode_topic_assignment(assignment.topic, data, path)
+                current = codecs.decode_topic_assignment(topic, data, path)
             except MalformedZnodeError:
-                current = None  # overwritten with the controller's view, as Kafka would
-            if current is not None:
+                pass  # overwritten with the controller's view, as Kafka would
+            else:
                 for p, ra in current.partitions.items():
-                    partitions.setdefault(p, ra)
+                    base.setdefault(p, ra)
                 topic_id = topic_id or current.topic_id
-            merged = TopicAssignment(assignment.topic, topic_id, partitions)
-            result = self._writer.run_one(
-                [SetData(path, codecs.encode_topic_assignment(merged), stat.version)],
-                epoch_zk_version,
-            )
+            merged = TopicAssignment(topic, topic_id, {**base, **updates})
+            encoded = codecs.encode_topic_assignment(merged)
+            refused: dict[int, ZkError] = {}
+            if fenced.op_size(SetData(path, encoded, stat.version)) > fenced.MAX_ITEM_BYTES:
+                refused = _refused_for_size(TopicAssignment(topic, topic_id, base), updates)
+                if len(refused) == len(updates):
+                    return refused
+                accepted = {p: ra for p, ra in updates.items() if p not in refused}
+                merged = TopicAssignment(topic, topic_id, {**base, **accepted})
+                encoded = codecs.encode_topic_assignment(merged)
+            result = self._writer.run_one([SetData(path, encoded, stat.version)], epoch_zk_version)
             if isinstance(result, BadVersionError):
                 continue  # written meanwhile: merge with the new content
             if isinstance(result, ZkError):
                 raise result
-            return
+            return refused
 
     def set_topic_ids(
         self, topic_ids: Mapping[str, str], epoch_zk_version: int
@@ -207,3 +232,25 @@ class TopicZnodes:
         except NoNodeError:
             return {}
         return codecs.decode_topic_config(data, paths.BROKER_DEFAULT_CONFIG)  # same format
+
+
+def _refused_for_size(
+    base: TopicAssignment, updates: Mapping[int, ReplicaAssignment]
+) -> dict[int, ZkError]:
+    """The updates that do not fit, taken in partition order onto ``base`` (what one write
+    per partition would refuse: each one that fits stays for the next)."""
+    path = paths.topic_path(base.topic)
+    sizer = codecs.TopicAssignmentSize(base)
+    overhead = fenced.op_size(SetData(path, b"", MATCH_ANY_VERSION))
+    refused: dict[int, ZkError] = {}
+    for p in sorted(updates):
+        size = overhead + sizer.size_with(p, updates[p])
+        if size > fenced.MAX_ITEM_BYTES:
+            refused[p] = RequestTooLargeError(
+                f"a write of ~{size} bytes to {path} is larger than ZooKeeper's default "
+                f"jute.maxbuffer allows ({fenced.MAX_ITEM_BYTES} bytes here); not sent",
+                path=path,
+            )
+        else:
+            sizer.set(p, updates[p])
+    return refused

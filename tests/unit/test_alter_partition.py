@@ -5,6 +5,7 @@ in-memory controller harness (faults a real ZooKeeper cannot be asked for)."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 
 import pytest
 from hypothesis import given
@@ -352,8 +353,9 @@ class RecordingReassignments:
         self.calls: list[tuple[TopicPartition, bool]] = []
         self.event = event
 
-    def maybe_complete_reassignment(self, tp: TopicPartition) -> None:
-        self.calls.append((tp, self.event is not None and self.event.reply.done()))
+    def maybe_complete_reassignments(self, partitions: Iterable[TopicPartition]) -> None:
+        answered = self.event is not None and self.event.reply.done()
+        self.calls.extend((tp, answered) for tp in partitions)
 
 
 @pytest.fixture

@@ -578,6 +578,31 @@ class TestRoundTrips:
         )
 
     @given(
+        st.one_of(st.none(), topic_ids),
+        st.dictionaries(st.integers(0, 2**31 - 1), replica_assignments(), max_size=10),
+        st.lists(st.tuples(st.integers(0, 2**31 - 1), replica_assignments()), max_size=10),
+    )
+    def test_topic_size_follows_the_encoding(
+        self,
+        topic_id: str | None,
+        parts: dict[int, ReplicaAssignment],
+        changes: list[tuple[int, ReplicaAssignment]],
+    ) -> None:
+        # The reassignment's size check for many partitions' changes relies on it being exact.
+        def encoded() -> int:
+            return len(codecs.encode_topic_assignment(TopicAssignment("t", topic_id, parts)))
+
+        size = codecs.TopicAssignmentSize(TopicAssignment("t", topic_id, dict(parts)))
+        assert size.size == encoded()
+        for i, (p, ra) in enumerate(changes):
+            would_be = size.size_with(p, ra)
+            assert size.size == encoded()  # size_with changed nothing
+            if i % 2 == 0:
+                size.set(p, ra)
+                parts[p] = ra
+                assert size.size == would_be == encoded()
+
+    @given(
         st.integers(-1, 2**31 - 1),
         epochs,
         distinct_ids,

@@ -27,10 +27,12 @@ from controller.core.model import (
     LeaderIsrAndControllerEpoch,
     PartitionAndReplica,
     ReplicaAssignment,
+    TopicAssignment,
     TopicPartition,
 )
 from controller.core.reassignment import maybe_build_reassignment, validate_replicas
 from controller.zk import codecs, fenced, paths
+from controller.zk.port import SetData
 from tests.harness import ControllerHarness
 
 T0 = TopicPartition("t", 0)
@@ -541,3 +543,68 @@ def test_a_topic_znode_grown_past_a_request_fails_the_step_and_writes_nothing(
     assert h.controller.is_active
     monkeypatch.undo()
     assert reassign(h, {T0: (4, 5, 6)}) == {T0: None}
+
+
+def _topic_version(h: ControllerHarness, topic: str) -> int:
+    stat = h.stat(paths.topic_path(topic))
+    assert stat is not None
+    return stat.version
+
+
+def test_a_whole_topic_reassigned_in_one_request_writes_its_znode_once(
+    h6: ControllerHarness,
+) -> None:
+    # Kafka rewrites the whole topic znode once per partition (and this controller also
+    # re-read and decoded it each time): a 3,000-partition topic took minutes, with the event
+    # thread blocked. The partitions of one request now share one write per step.
+    h = h6
+    n = 1000
+    h.create_topic("big", {p: [1 + p % 3, 1 + (p + 1) % 3] for p in range(n)}, in_context=False)
+    h.drain()
+    before = _topic_version(h, "big")
+    targets = {TopicPartition("big", p): (4, 5) for p in range(n)}
+    targets[T0] = (4, 5, 6)
+    assert reassign(h, targets) == dict.fromkeys(sorted(targets))
+    assert _topic_version(h, "big") == before + 1  # U1 for all 1,000 partitions
+    doc = codecs.decode_topic_assignment("big", h.read(paths.topic_path("big")) or b"")
+    for p in range(n):
+        origin = (1 + p % 3, 1 + (p + 1) % 3)
+        assert doc.partitions[p] == ReplicaAssignment((4, 5, *origin), (4, 5), origin), p
+    assert rs_ar_rr(h) == ([4, 5, 6, 1, 2, 3], [4, 5, 6], [1, 2, 3])
+    assert len(h.ctx.partitions_being_reassigned) == n + 1
+    # A cancel completes at once (B path): U1 and B6, each one write for the whole topic.
+    before = _topic_version(h, "big")
+    assert reassign(h, dict.fromkeys(targets)) == dict.fromkeys(sorted(targets))
+    assert _topic_version(h, "big") == before + 2
+    doc = codecs.decode_topic_assignment("big", h.read(paths.topic_path("big")) or b"")
+    assert doc.partitions == {
+        p: ReplicaAssignment((1 + p % 3, 1 + (p + 1) % 3)) for p in range(n)
+    }
+    assert h.ctx.partitions_being_reassigned == set()
+
+
+def test_partitions_of_one_request_past_the_znode_size_limit_fail_alone(
+    h6: ControllerHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One write for the whole request must not fail every partition when the znode would pass
+    # ZooKeeper's limit: those that fit, in partition order, are written (as one write per
+    # partition would have written them); the others fail with the reason.
+    h = h6
+    h.create_topic("big", {p: [1, 2, 3] for p in range(10)}, in_context=False)
+    h.drain()
+    moving = ReplicaAssignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3))
+    data = h.read(paths.topic_path("big"))
+    assert data is not None
+    current = codecs.decode_topic_assignment("big", data)
+    four = dict(current.partitions) | dict.fromkeys(range(4), moving)
+    fits = codecs.encode_topic_assignment(TopicAssignment("big", current.topic_id, four))
+    op = SetData(paths.topic_path("big"), fits, -1)
+    monkeypatch.setattr(fenced, "MAX_ITEM_BYTES", fenced.op_size(op))
+    results = reassign(h, {TopicPartition("big", p): (4, 5, 6) for p in range(10)})
+    assert [p.partition for p, e in results.items() if e is None] == [0, 1, 2, 3]
+    for p in range(4, 10):
+        error = results[TopicPartition("big", p)]
+        assert error is not None and error.error is Errors.UNKNOWN_SERVER_ERROR
+        assert "jute.maxbuffer" in str(error)
+    assert h.read(paths.topic_path("big")) == fits
+    assert h.ctx.partitions_being_reassigned == {TopicPartition("big", p) for p in range(4)}

@@ -71,6 +71,7 @@ from controller.zk.codecs.controller import (
     encode_controller_epoch,
 )
 from controller.zk.codecs.topics import (
+    TopicAssignmentSize,
     decode_partition_state,
     decode_topic_assignment,
     decode_topic_config,
@@ -95,6 +96,7 @@ __all__ = [
     "FeatureZNode",
     "ProducerIdBlock",
     "ReassignmentRequest",
+    "TopicAssignmentSize",
     "decode_broker",
     "decode_broker_registration",
     "decode_config_change",

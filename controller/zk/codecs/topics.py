@@ -73,6 +73,63 @@ def encode_topic_assignment(assignment: TopicAssignment) -> bytes:
     return dumps(ordered(doc, _TOPIC_ORDER_WITH_ID))
 
 
+class TopicAssignmentSize:
+    """The length of ``encode_topic_assignment``'s output, kept up to date as partitions
+    change: O(1) a change where encoding is O(partitions). For fitting many partitions'
+    changes under ZooKeeper's size limit without encoding the topic once per partition.
+
+    Exact for the compact encoding: a map of k entries is ``{`` + entries + k-1 commas + ``}``
+    and an entry ``"p":[r1,r2]``; the rest of the document is measured once.
+    """
+
+    def __init__(self, assignment: TopicAssignment) -> None:
+        self._partitions = dict(assignment.partitions)
+        # Per map (partitions, adding_replicas, removing_replicas): entry count, entry bytes.
+        self._counts = [0, 0, 0]
+        self._bytes = [0, 0, 0]
+        for p, ra in self._partitions.items():
+            self._account(p, ra, 1)
+        self._fixed = len(encode_topic_assignment(assignment)) - self._maps()
+
+    @property
+    def size(self) -> int:
+        return self._fixed + self._maps()
+
+    def size_with(self, partition: int, assignment: ReplicaAssignment) -> int:
+        """The size were ``partition`` given ``assignment`` (nothing changes)."""
+        self.set(partition, assignment)
+        size = self.size
+        self._undo()
+        return size
+
+    def set(self, partition: int, assignment: ReplicaAssignment) -> None:
+        old = self._partitions.get(partition)
+        self._last = (partition, old)
+        if old is not None:
+            self._account(partition, old, -1)
+        self._account(partition, assignment, 1)
+        self._partitions[partition] = assignment
+
+    def _undo(self) -> None:
+        partition, old = self._last
+        self._account(partition, self._partitions[partition], -1)
+        if old is None:
+            del self._partitions[partition]
+        else:
+            self._account(partition, old, 1)
+            self._partitions[partition] = old
+
+    def _maps(self) -> int:
+        return sum(2 + b + max(k - 1, 0) for k, b in zip(self._counts, self._bytes, strict=True))
+
+    def _account(self, partition: int, ra: ReplicaAssignment, sign: int) -> None:
+        key = len(str(partition)) + 5  # "p":[]
+        for i, replicas in enumerate((ra.replicas, ra.adding_replicas, ra.removing_replicas)):
+            if i == 0 or replicas:  # adding/removing entries only for reassigning partitions
+                self._counts[i] += sign
+                self._bytes[i] += sign * (key + len(",".join(map(str, replicas))))
+
+
 def _reassigning(obj: dict[str, Any], key: str, path: str) -> dict[int, tuple[int, ...]]:
     raw = obj.get(key)
     if raw is None:  # v1 nodes predate KIP-455
