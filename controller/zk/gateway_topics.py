@@ -140,7 +140,7 @@ class TopicZnodes:
             merged = TopicAssignment(topic, topic_id, {**base, **updates})
             encoded = codecs.encode_topic_assignment(merged)
             refused: dict[int, ZkError] = {}
-            if fenced.op_size(SetData(path, encoded, stat.version)) > fenced.MAX_ITEM_BYTES:
+            if fenced.op_size(SetData(path, encoded, stat.version)) > fenced.max_item_bytes():
                 refused = _refused_for_size(TopicAssignment(topic, topic_id, base), updates)
                 if len(refused) == len(updates):
                     return refused
@@ -243,12 +243,14 @@ def _refused_for_size(
     sizer = codecs.TopicAssignmentSize(base)
     overhead = fenced.op_size(SetData(path, b"", MATCH_ANY_VERSION))
     refused: dict[int, ZkError] = {}
+    max_item = fenced.max_item_bytes()
     for p in sorted(updates):
         size = overhead + sizer.size_with(p, updates[p])
-        if size > fenced.MAX_ITEM_BYTES:
+        if size > max_item:
             refused[p] = RequestTooLargeError(
-                f"a write of ~{size} bytes to {path} is larger than ZooKeeper's default "
-                f"jute.maxbuffer allows ({fenced.MAX_ITEM_BYTES} bytes here); not sent",
+                f"a write of ~{size} bytes to {path} is larger than ZooKeeper's "
+                f"jute.maxbuffer allows ({max_item} bytes here; the setting "
+                "zookeeper.jute.maxbuffer); not sent",
                 path=path,
             )
         else:
