@@ -10,6 +10,13 @@ the client follows it, re-reading ZooKeeper when there is no hint, until its dea
 With TLS (``channel_opener``, ``controller.security``) the channels are TLS and follow
 certificate rotations. A refusal by the controller's authorization (PERMISSION_DENIED,
 UNAUTHENTICATED) is final: it raises ``ControllerAccessDeniedError`` at once.
+
+Only what is safe to send again is sent again: a call that never left (no connection could
+be made) and the controller's own "not processed, resend it" answers (NOT_CONTROLLER, the
+bulkhead's refusal marked ``resend``). Any other failure may come after the controller
+applied the request (an answer too large to read, a connection lost mid-call, the deadline):
+resending a whole-cluster election or a topic creation is not harmless, so that raises
+``ControllerAnswerLostError`` at once, saying the request may have been applied.
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ from typing import Any, TypeVar
 
 import grpc
 
-from controller.api.errors import Errors, controller_hint
+from controller.api import MESSAGE_SIZE_OPTIONS
+from controller.api.errors import Errors, controller_hint, has_resend_marker
 from controller.api.v1 import admin_pb2_grpc, controller_pb2_grpc
 from controller.security.tls import PLAINTEXT, ChannelOpener
 from controller.zk import codecs, paths
@@ -40,7 +48,28 @@ class ControllerAccessDeniedError(NoActiveControllerError):
     A subclass so that callers reporting an unreachable controller report this too."""
 
 
+class ControllerAnswerLostError(NoActiveControllerError):
+    """The request reached the controller (or may have) but no answer could be read: it may
+    have been applied, so it is not resent. A subclass so that callers reporting an
+    unreachable controller report this too (its message says what happened)."""
+
+
+class ControllerRefusedCallError(NoActiveControllerError):
+    """The controller (or gRPC) refused the request as it is (malformed, a method it does not
+    serve): not applied, and resending the same request cannot help."""
+
+
 _DENIED = (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED)
+_REFUSED = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNIMPLEMENTED)
+# grpc-core's words for a call failed while picking a connection, before anything was sent.
+_NOT_SENT = "failed to connect to all addresses"
+
+
+def _not_sent(exc: grpc.RpcError) -> bool:
+    """Whether ``exc`` certainly left the request unsent or unprocessed (safe to resend)."""
+    if has_resend_marker(exc.trailing_metadata()):
+        return True
+    return exc.code() is grpc.StatusCode.UNAVAILABLE and _NOT_SENT in (exc.details() or "")
 
 
 class ControllerClient:
@@ -82,18 +111,23 @@ class ControllerClient:
     def _channel(self, address: str) -> grpc.Channel:
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._opener.open(address)
+            # Answers (an election of every partition) can exceed gRPC's 4 MiB default.
+            channel = self._opener.open(address, options=MESSAGE_SIZE_OPTIONS)
             self._channels[address] = channel
         return channel
 
     # -- calls ---------------------------------------------------------------------------
 
     def admin(self, method: str, request: Any) -> Any:
-        return self._call(lambda ch: getattr(admin_pb2_grpc.AdminServiceStub(ch), method), request)
+        return self._call(
+            method, lambda ch: getattr(admin_pb2_grpc.AdminServiceStub(ch), method), request
+        )
 
     def controller(self, method: str, request: Any) -> Any:
         return self._call(
-            lambda ch: getattr(controller_pb2_grpc.ControllerServiceStub(ch), method), request
+            method,
+            lambda ch: getattr(controller_pb2_grpc.ControllerServiceStub(ch), method),
+            request,
         )
 
     def controller_once(self, method: str, request: Any) -> Any:
@@ -103,13 +137,19 @@ class ControllerClient:
         NOT_CONTROLLER hint is followed once, otherwise that response is returned. Only a
         controller that accepts the call and does not answer makes it last ``timeout_s``."""
         return self._call(
+            method,
             lambda ch: getattr(controller_pb2_grpc.ControllerServiceStub(ch), method),
             request,
             once=True,
         )
 
     def _call(
-        self, stub_method: Callable[[grpc.Channel], Any], request: Any, *, once: bool = False
+        self,
+        method: str,
+        stub_method: Callable[[grpc.Channel], Any],
+        request: Any,
+        *,
+        once: bool = False,
     ) -> Any:
         deadline = time.monotonic() + self.timeout_s
         target: int | None = None
@@ -136,6 +176,17 @@ class ControllerClient:
                     raise ControllerAccessDeniedError(
                         f"controller {target} at {address} refused the call: "
                         f"{exc.code().name}: {exc.details()}"
+                    ) from None
+                if exc.code() in _REFUSED:
+                    raise ControllerRefusedCallError(
+                        f"controller {target} at {address} refused {method}: "
+                        f"{exc.code().name}: {exc.details()}"
+                    ) from None
+                if not _not_sent(exc):
+                    raise ControllerAnswerLostError(
+                        f"{method} reached controller {target} at {address} (or may have) but "
+                        f"no answer could be read ({exc.code().name}: {exc.details()}): it may "
+                        "have been applied; check before resending it"
                     ) from None
                 last_problem = f"controller {target} at {address}: {exc.code().name}"
                 if exc.details():

@@ -16,7 +16,12 @@ Error convention (documented for broker authors in docs/broker-protocol.md):
 * A non-OK gRPC status means "not processed": transport failures (UNAVAILABLE,
   DEADLINE_EXCEEDED, CANCELLED), too many requests already waiting for the event thread
   (RESOURCE_EXHAUSTED), a malformed request (INVALID_ARGUMENT) or a server bug (INTERNAL,
-  UNKNOWN). Callers may resend the same request.
+  UNKNOWN). Callers may resend the same request. The refusals that are nothing but "resend
+  it" (the bulkhead's RESOURCE_EXHAUSTED) also carry the trailing-metadata key ``resend``
+  (``set_resend_marker`` / ``has_resend_marker``): a client cannot tell a status the server
+  sent from one its own gRPC library made up after the request was processed (a
+  RESOURCE_EXHAUSTED "Received message larger than max", a connection lost mid-call), so
+  ``ControllerClient`` resends only on the marker, not on a status code.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from controller.core.events import NotControllerError
 from controller.zk.errors import ControllerMovedError
 
 CONTROLLER_ID_METADATA_KEY = "controller-id"
+RESEND_METADATA_KEY = "resend"
 
 
 class Errors(enum.IntEnum):
@@ -140,3 +146,13 @@ def controller_hint(trailing_metadata: Iterable[tuple[str, str | bytes]] | None)
             except ValueError:
                 return None
     return None
+
+
+def set_resend_marker(context: grpc.ServicerContext) -> None:
+    """Server side: this non-OK status means "not processed, resend it" (nothing was queued)."""
+    context.set_trailing_metadata(((RESEND_METADATA_KEY, "1"),))
+
+
+def has_resend_marker(trailing_metadata: Iterable[tuple[str, str | bytes]] | None) -> bool:
+    """Client side: whether an ``RpcError``'s ``trailing_metadata()`` says "resend it"."""
+    return any(key == RESEND_METADATA_KEY for key, _ in trailing_metadata or ())

@@ -26,6 +26,7 @@ import grpc
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from controller.api import MESSAGE_SIZE_OPTIONS
 from controller.api.v1 import broker_pb2, broker_pb2_grpc
 from controller.invariants import PartitionAssignment
 
@@ -247,8 +248,9 @@ class BrokerProbe:
             # A local subchannel pool: a new channel must mean a new connection, not gRPC's
             # shared subchannel for the address, still in backoff after a failed attempt
             # (a broker now registers before it serves, so a probe can catch it in between).
+            # A broker's Describe (its partitions and metadata cache) outgrows 4 MiB.
             channel = self._channels[address] = grpc.insecure_channel(
-                address, options=[("grpc.use_local_subchannel_pool", 1)]
+                address, options=[*MESSAGE_SIZE_OPTIONS, ("grpc.use_local_subchannel_pool", 1)]
             )
         try:
             response: broker_pb2.DescribeResponse = broker_pb2_grpc.BrokerServiceStub(

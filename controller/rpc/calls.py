@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 import grpc
 import structlog
 
-from controller.api.errors import ApiError, Errors, error_for_exception, set_controller_hint
+from controller.api.errors import (
+    ApiError,
+    Errors,
+    error_for_exception,
+    set_controller_hint,
+    set_resend_marker,
+)
 from controller.core.events import NotControllerError, ReplyingEvent
 
 if TYPE_CHECKING:
@@ -24,12 +30,14 @@ _NO_DEADLINE_S = 86_400.0
 
 
 class RpcStatus(Exception):
-    """End the RPC with this gRPC status ("not processed": the caller may resend)."""
+    """End the RPC with this gRPC status ("not processed": the caller may resend). ``resend``:
+    certainly nothing was queued, and the caller is told so (``set_resend_marker``)."""
 
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+    def __init__(self, code: grpc.StatusCode, details: str, *, resend: bool = False) -> None:
         super().__init__(details)
         self.code = code
         self.details = details
+        self.resend = resend
 
 
 class WaitingSlots:
@@ -64,6 +72,7 @@ class WaitingSlots:
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"{rpc} not processed: {self.capacity} requests are already waiting for "
                 "the controller's event thread; resend it",
+                resend=True,
             )
 
     def release(self) -> None:
@@ -137,6 +146,8 @@ def error_code(ctl: Controller, exc: BaseException, context: grpc.ServicerContex
     (never this node). An ``RpcStatus`` ends the RPC with its status instead
     (``context.abort`` raises)."""
     if isinstance(exc, RpcStatus):
+        if exc.resend:
+            set_resend_marker(context)
         context.abort(exc.code, exc.details)
     code = error_for_exception(exc)
     if code == Errors.NOT_CONTROLLER:
