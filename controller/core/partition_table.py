@@ -4,7 +4,10 @@ The context may hold 100K-1M partitions, so everything per partition lives in on
 ``PartitionEntry`` under ``topic -> partition id`` instead of one ``TopicPartition``-keyed dict
 per concern. Low-cardinality values (replica assignments, ISR tuples, per-partition replica
 state tuples) are interned, so the common case -- thousands of partitions with the same replica
-list and all replicas Online -- shares one object. Kafka's independent maps are kept as
+list and all replicas Online -- shares one object. The intern tables count the entries holding
+each value and drop it when none does: a long tenure changes leaderships (epochs, zkVersions)
+millions of times, and tables that only grew filled up with stale values (~300 B each) and then
+stopped sharing new ones. Kafka's independent maps are kept as
 independent *fields*: each may be absent (None / empty) on its own, and an entry is dropped
 once all of them are.
 
@@ -18,7 +21,7 @@ Not thread-safe: owned by the context, which is event-thread only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from controller.core.model import (
@@ -62,12 +65,85 @@ class PartitionEntry:
 
 
 def _intern(table: dict[_T, _T], value: _T) -> _T:
+    """Plain interning, never released: for tables bounded by the cluster's size (the
+    (replica, state) pairs, at most seven per broker id)."""
     found = table.get(value)
     if found is not None:
         return found
     if len(table) < INTERN_LIMIT:
         table[value] = value
     return value
+
+
+class _Shared:
+    """An intern table that holds only values in use: ``hold`` one use of a value by an entry
+    (its shared equal copy if there is one), ``release`` it when the entry lets go, and the
+    value leaves the table with its last use.
+
+    Uses are counted by object identity: a value in the table is alive, so its ``id`` is its
+    own. A value held while the table was full (or equal to, but not, the shared copy) is not
+    counted and its release does nothing. The table only decides sharing, so a miscount could
+    only cost sharing, never change a value.
+    """
+
+    __slots__ = ("uses", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[Any, Any] = {}
+        self.uses: dict[int, int] = {}  # id(value) -> entries holding it
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def clear(self) -> None:
+        self.values.clear()
+        self.uses.clear()
+
+    def hold(self, value: _T) -> _T:
+        """One more use of ``value``; returns its shared copy (``value`` itself if it has none
+        and the table is full)."""
+        found = self.values.get(value)
+        if found is None:
+            if len(self.values) >= INTERN_LIMIT:
+                return value
+            self.values[value] = found = value
+            self.uses[id(value)] = 0
+        self.uses[id(found)] += 1
+        return found
+
+    def hold_same(self, value: Any) -> None:
+        """One more use of this very object, if it is (or now becomes) the shared copy."""
+        found = self.values.get(value)
+        if found is value:
+            self.uses[id(value)] += 1
+        elif found is None and len(self.values) < INTERN_LIMIT:
+            self.values[value] = value
+            self.uses[id(value)] = 1
+
+    def release(self, value: Any, key_of: Callable[[Any], Any] | None = None) -> None:
+        """One use of ``value`` less; ``key_of``: its key when the table is not keyed by the
+        value itself."""
+        uses = self.uses
+        n = uses.get(id(value))
+        if n is None:
+            return
+        if n > 1:
+            uses[id(value)] = n - 1
+            return
+        del uses[id(value)]
+        del self.values[value if key_of is None else key_of(value)]
+
+
+def _leadership_key(info: LeaderIsrAndControllerEpoch) -> tuple[Any, ...]:
+    lai = info.leader_and_isr
+    return (
+        lai.leader,
+        lai.leader_epoch,
+        lai.isr,
+        lai.leader_recovery_state,
+        lai.partition_epoch,
+        info.controller_epoch,
+    )
 
 
 class PartitionTable:
@@ -82,10 +158,14 @@ class PartitionTable:
         self._topics: dict[str, PartitionEntry | dict[int, PartitionEntry]] = {}
         # One table per kind: an ISR tuple (1, 2) compares equal to the replica-state pair
         # (1, ReplicaState.OnlineReplica), so a shared table could hand back the wrong type.
-        self._assignments: dict[ReplicaAssignment, ReplicaAssignment] = {}
-        self._isrs: dict[tuple[int, ...], tuple[int, ...]] = {}
-        self._leaderships: dict[tuple[Any, ...], LeaderIsrAndControllerEpoch] = {}
-        self._replica_states: dict[Any, Any] = {}
+        # Each entry holds one use of its assignment, leadership and replica-state tuple (an
+        # empty tuple is not counted: it is a singleton anyway); each shared leadership one use
+        # of its ISR.
+        self._assignments = _Shared()
+        self._isrs = _Shared()
+        self._leaderships = _Shared()  # keyed by _leadership_key
+        self._replica_states = _Shared()
+        self._replica_state_pairs: dict[tuple[int, ReplicaState], tuple[int, ReplicaState]] = {}
         self._reset_counts()
 
     def _reset_counts(self) -> None:
@@ -100,6 +180,7 @@ class PartitionTable:
         self._isrs.clear()
         self._leaderships.clear()
         self._replica_states.clear()
+        self._replica_state_pairs.clear()
         self._reset_counts()
 
     # ------------------------------------------------------------------ entries
@@ -178,8 +259,7 @@ class PartitionTable:
         self, tp: TopicPartition, assignment: ReplicaAssignment
     ) -> tuple[PartitionEntry, ReplicaAssignment | None]:
         """Store (interned); returns the entry and the assignment it replaced."""
-        assignment = _intern(
-            self._assignments,
+        assignment = self._assignments.hold(
             ReplicaAssignment(
                 tuple(assignment.replicas),
                 tuple(assignment.adding_replicas),
@@ -190,11 +270,14 @@ class PartitionTable:
         previous = entry.assignment
         if previous is None:
             self.assignment_count += 1
+        else:
+            self._assignments.release(previous)
         entry.assignment = assignment
         return entry, previous
 
     def clear_assignment(self, tp: TopicPartition, entry: PartitionEntry) -> None:
         if entry.assignment is not None:
+            self._assignments.release(entry.assignment)
             entry.assignment = None
             self.assignment_count -= 1
             self._discard_if_empty(tp, entry)
@@ -206,7 +289,8 @@ class PartitionTable:
         epochs, ISR and zkVersion share one object, as after a failover or a cluster-wide
         election); returns the entry and the leadership it replaced."""
         lai = info.leader_and_isr
-        isr = _intern(self._isrs, tuple(lai.isr))
+        isr = tuple(lai.isr)
+        isr = self._isrs.values.get(isr, isr)
         key = (
             lai.leader,
             lai.leader_epoch,
@@ -215,9 +299,12 @@ class PartitionTable:
             lai.partition_epoch,
             info.controller_epoch,
         )
-        shared = self._leaderships.get(key)
+        leaderships = self._leaderships
+        uses = leaderships.uses
+        shared = leaderships.values.get(key)
         if shared is not None:
             info = shared
+            uses[id(shared)] += 1
         else:
             if isr is not lai.isr:
                 lai = LeaderAndIsr(
@@ -228,17 +315,37 @@ class PartitionTable:
                     lai.partition_epoch,
                 )
                 info = LeaderIsrAndControllerEpoch(lai, info.controller_epoch)
-            if len(self._leaderships) < INTERN_LIMIT:
-                self._leaderships[key] = info
+            if len(leaderships.values) < INTERN_LIMIT:
+                leaderships.values[key] = info
+                uses[id(info)] = 1
+                # An ISR is used by the shared leaderships that hold it.
+                self._isrs.hold_same(isr)
         entry = self._get_or_create(tp)
         previous = entry.leadership
         if previous is None:
             self.leadership_count += 1
+        else:  # _release_leadership, inlined: elections and ISR changes come through here
+            i = id(previous)
+            n = uses.get(i)
+            if n is not None:
+                if n > 1:
+                    uses[i] = n - 1
+                else:
+                    del uses[i]
+                    del leaderships.values[_leadership_key(previous)]
+                    self._isrs.release(previous.leader_and_isr.isr)
         entry.leadership = info
         return entry, previous
 
+    def _release_leadership(self, info: LeaderIsrAndControllerEpoch) -> None:
+        leaderships = self._leaderships
+        if leaderships.uses.get(id(info)) == 1:
+            self._isrs.release(info.leader_and_isr.isr)
+        leaderships.release(info, _leadership_key)
+
     def clear_leadership(self, tp: TopicPartition, entry: PartitionEntry) -> None:
         if entry.leadership is not None:
+            self._release_leadership(entry.leadership)
             entry.leadership = None
             self.leadership_count -= 1
             self._discard_if_empty(tp, entry)
@@ -248,6 +355,8 @@ class PartitionTable:
             entry.leadership = None
             self._discard_if_empty(tp, entry)
         self.leadership_count = 0
+        self._leaderships.clear()  # no entry holds one any more
+        self._isrs.clear()
 
     # ------------------------------------------------------------------ partition states
 
@@ -284,7 +393,7 @@ class PartitionTable:
         self, tp: TopicPartition, replica: int, state: ReplicaState, *, overwrite: bool
     ) -> None:
         entry = self._get_or_create(tp)
-        pair = _intern(self._replica_states, (replica, state))
+        pair = _intern(self._replica_state_pairs, (replica, state))
         states = entry.replica_states
         for i, (r, old) in enumerate(states):
             if r == replica:
@@ -292,11 +401,16 @@ class PartitionTable:
                     return
                 self.replica_state_counts[old] -= 1
                 self.replica_state_counts[state] += 1
-                updated = (*states[:i], pair, *states[i + 1 :])
-                entry.replica_states = _intern(self._replica_states, updated)
+                self._replace_replica_states(entry, (*states[:i], pair, *states[i + 1 :]))
                 return
         self.replica_state_counts[state] += 1
-        entry.replica_states = _intern(self._replica_states, (*states, pair))
+        self._replace_replica_states(entry, (*states, pair))
+
+    def _replace_replica_states(self, entry: PartitionEntry, states: ReplicaStates) -> None:
+        shared = self._replica_states
+        if entry.replica_states:
+            shared.release(entry.replica_states)
+        entry.replica_states = shared.hold(states) if states else ()
 
     def set_replica_states(
         self, tp: TopicPartition, states: tuple[tuple[int, ReplicaState], ...]
@@ -308,12 +422,12 @@ class PartitionTable:
             for replica, state in states:
                 self.set_replica_state(tp, replica, state, overwrite=True)
             return
-        table = self._replica_states
+        table = self._replica_state_pairs
         pairs = tuple(_intern(table, pair) for pair in states)
         counts = self.replica_state_counts
         for _, state in pairs:
             counts[state] += 1
-        entry.replica_states = _intern(table, pairs)
+        self._replace_replica_states(entry, pairs)
 
     def remove_replica_state(self, tp: TopicPartition, replica: int) -> None:
         entry = self.get(tp)
@@ -324,7 +438,7 @@ class PartitionTable:
             return
         removed = next(s for r, s in entry.replica_states if r == replica)
         self.replica_state_counts[removed] -= 1
-        entry.replica_states = _intern(self._replica_states, kept)
+        self._replace_replica_states(entry, kept)
         self._discard_if_empty(tp, entry)
 
     def replica_states(self) -> Iterator[tuple[TopicPartition, int, ReplicaState]]:
