@@ -60,6 +60,14 @@ def test_validate_replicas_is_kafkas() -> None:
         assert code_text in str(error)
 
 
+def test_broker_id_zero_is_a_valid_reassignment_target() -> None:
+    # Kafka rejects only negative ids (``replicas.exists(_ < 0)``); broker 0 is an ordinary
+    # broker (the default broker.id of many clusters).
+    current = ReplicaAssignment((1, 2))
+    assert validate_replicas(current, (0, 1), {0, 1, 2}) is None
+    assert validate_replicas(ReplicaAssignment((0, 1)), (1, 0), {0, 1}) is None
+
+
 def test_maybe_build_reassignment() -> None:
     plain = ReplicaAssignment((1, 2, 3))
     assert maybe_build_reassignment(plain, None) is None  # nothing to cancel

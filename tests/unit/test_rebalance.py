@@ -4,8 +4,11 @@ in-memory controller harness (real gateway on MemoryZooKeeper, real state machin
 from __future__ import annotations
 
 from collections.abc import Iterator
+from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from controller.channel.sender import RequestKind
 from controller.core.events import AutoPreferredReplicaLeaderElection
@@ -47,6 +50,25 @@ def test_threshold_is_a_strict_greater_than(
     not_preferred: int, total: int, percentage: int, expected: bool
 ) -> None:
     assert imbalance_exceeds(not_preferred, total, percentage) is expected
+
+
+@given(
+    total=st.integers(min_value=1, max_value=2000),
+    data=st.data(),
+    percentage=st.integers(min_value=0, max_value=100),
+)
+def test_threshold_is_exactly_the_ratio_comparison(
+    total: int, data: st.DataObject, percentage: int
+) -> None:
+    """``not_preferred / total > percentage / 100`` in exact arithmetic, for every input (the
+    table above pins the boundary; this pins the ratios just above it, e.g. 1 of 9 at 11 %)."""
+    not_preferred = data.draw(st.integers(min_value=0, max_value=total))
+    expected = Fraction(not_preferred, total) > Fraction(percentage, 100)
+    assert imbalance_exceeds(not_preferred, total, percentage) is expected
+
+
+def test_one_of_nine_exceeds_eleven_percent() -> None:
+    assert imbalance_exceeds(1, 9, 11) is True  # 11.1 % > 11 %
 
 
 def test_partitions_are_grouped_by_preferred_replica() -> None:

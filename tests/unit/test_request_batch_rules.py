@@ -245,6 +245,93 @@ def test_update_metadata_partitions_do_not_leak_into_the_next_batch(
     assert h.channel.only(2, UMR).partitions() == []
 
 
+def test_clear_drops_the_queued_update_metadata_partition_states(
+    h: ControllerHarness, batch: ControllerBrokerRequestBatch
+) -> None:
+    """A state machine that fails mid-call clears the batch (Kafka's ``clear()`` empties
+    ``updateMetadataRequestPartitionInfoMap`` too): the states queued before the failure must
+    not ride along, stale, in the next batch's UpdateMetadata."""
+    batch.add_update_metadata_request_for_brokers([2], [FOO0])
+    batch.clear()
+    batch.new_batch()
+    batch.add_update_metadata_request_for_brokers([2], [])
+    batch.send_requests_to_brokers(EPOCH)
+
+    assert h.channel.only(2, UMR).partitions() == []
+
+
+def test_broker_zero_is_a_recipient_like_any_other() -> None:
+    """Kafka filters recipients with ``_ >= 0``: broker 0 (the default broker.id) gets its
+    LeaderAndIsr, UpdateMetadata and StopReplica; only the -1 "no leader" id is left out."""
+    harness = ControllerHarness(controller_id=1)
+    try:
+        harness.ctx.epoch = EPOCH
+        harness.set_live_brokers([0, 1, 2], epoch=1)
+        rs = ReplicaAssignment((0, 1, 2))
+        harness.create_topic("zero", {0: rs}, in_zk=False)
+        tp = TopicPartition("zero", 0)
+        harness.ctx.put_partition_leadership_info(tp, leadership(0, (0, 1, 2), leader_epoch=1))
+        info = harness.ctx.partition_leadership_info(tp)
+        assert info is not None
+        batch = harness.new_batch()
+        batch.new_batch()
+        batch.add_leader_and_isr_request_for_brokers((0, 1), tp, info, rs, is_new=False)
+        batch.add_stop_replica_request_for_brokers([0], tp, delete_partition=False)
+        batch.send_requests_to_brokers(EPOCH)
+
+        assert harness.channel.kinds(0) == [LAI, UMR, SR]
+        assert list(harness.channel.only(0, LAI).partition_states()) == [tp]
+
+        harness.channel.clear()
+        batch.new_batch()
+        batch.add_update_metadata_request_for_brokers([0], [tp])
+        batch.send_requests_to_brokers(EPOCH)
+        assert harness.channel.kinds(0) == [UMR]
+    finally:
+        harness.close()
+
+
+def test_is_new_is_sticky_only_once_set(
+    h: ControllerHarness, batch: ControllerBrokerRequestBatch
+) -> None:
+    """Kafka's ``setIsNew(isNew || alreadyNew)``: two adds that are not new stay not new (a
+    replica wrongly flagged new may have its log re-created on another log dir)."""
+    add_lai(h, batch, (2,), FOO0, is_new=False)
+    add_lai(h, batch, (2,), FOO0, is_new=False)
+    add_lai(h, batch, (2,), FOO1, is_new=False)
+    add_lai(h, batch, (2,), FOO1, is_new=True)
+    batch.send_requests_to_brokers(EPOCH)
+
+    states = h.channel.only(2, LAI).partition_states()
+    assert (states[FOO0].is_new, states[FOO1].is_new) == (False, True)
+
+
+def test_delete_partition_is_sticky_only_once_set(
+    h: ControllerHarness, batch: ControllerBrokerRequestBatch
+) -> None:
+    """Kafka's ``setDeletePartition(alreadyDelete || deletePartition)``: stopping a replica
+    twice in one batch must not turn into deleting its data."""
+    batch.add_stop_replica_request_for_brokers([2], FOO0, delete_partition=False)
+    batch.add_stop_replica_request_for_brokers([2], FOO0, delete_partition=False)
+    batch.send_requests_to_brokers(EPOCH)
+
+    assert h.channel.only(2, SR).stop_replica(FOO0)[1] is False
+
+
+def test_update_metadata_reports_replicas_on_failed_log_dirs_as_offline(
+    h: ControllerHarness, batch: ControllerBrokerRequestBatch
+) -> None:
+    """Kafka's ``offlineReplicas = replicas.filter(!isReplicaOnline(_, tp))``: a live broker's
+    replica on a failed log dir is offline, while its other partitions stay online."""
+    h.ctx.replicas_on_offline_dirs[3] = {FOO0}
+    batch.add_update_metadata_request_for_brokers([2], [FOO0, FOO1])
+    batch.send_requests_to_brokers(EPOCH)
+
+    request = h.channel.only(2, UMR)
+    assert request.update_metadata(FOO0)[2] == (3,)
+    assert request.update_metadata(FOO1)[2] == ()
+
+
 # -- StopReplica responses and topic deletion --------------------------------------------------
 
 

@@ -432,6 +432,22 @@ def test_deletion_round_trip_removes_every_znode(h: ControllerHarness) -> None:
     assert h.ctx.partitions_for_topic("t") == set()
 
 
+def test_deletion_start_tells_every_broker_the_topic_is_being_deleted(
+    h: ControllerHarness,
+) -> None:
+    """Kafka's ``onTopicDeletion``: ``client.sendMetadataUpdate`` of the topic's partitions,
+    so brokers stop serving them (UpdateMetadata with leader -2) before the replicas go."""
+    request_deletion(h)
+    for b in (1, 2, 3):
+        states = [
+            r.update_metadata(tp)[0].leader_and_isr.leader
+            for r in h.channel.requests(b, RequestKind.UPDATE_METADATA)
+            for tp in r.partitions()
+            if tp in (T0, T1)
+        ]
+        assert states.count(-2) >= 2, f"broker {b}: {states}"
+
+
 def test_a_failed_replica_deletion_waits_for_the_broker_to_restart(h: ControllerHarness) -> None:
     request_deletion(h)
     sent = deletes(h)

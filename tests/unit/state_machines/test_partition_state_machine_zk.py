@@ -409,3 +409,25 @@ def test_failed_state_write_fails_only_those_elections(h: ControllerHarness) -> 
     assert h.ctx.partition_state(elected) is Offline
     assert h.ctx.partition_state(TP) is Online
     assert h.channel.only(BROKER, LAI).partitions() == [TP]
+
+
+def test_a_failed_send_leaves_the_batch_empty_and_the_machine_usable(
+    h: ControllerHarness,
+) -> None:
+    """An unexpected error (here the channel refusing a send) fails every partition of the
+    call and clears the batch: otherwise every later ``new_batch`` would raise
+    IllegalRequestBatchState and the controller would stop electing leaders."""
+    h.set_live_brokers([BROKER])
+    h.create_topic("t", {0: [BROKER]})
+    h.ctx.put_partition_state(TP, Offline)
+    h.set_leadership(TP, -1, [BROKER])
+    h.channel.fail_next_send(RuntimeError("channel broken"))
+
+    results = h.psm.handle_state_changes([TP], Online, OFFLINE_STRATEGY)
+
+    assert set(results) == {TP} and isinstance(results[TP], Exception)
+    assert h.psm.batch.is_empty
+    h.ctx.put_partition_state(TP, Offline)
+    h.write_partition_state(TP, lice(-1, (BROKER,), leader_epoch=1, partition_epoch=1))
+    again = h.psm.handle_state_changes([TP], Online, OFFLINE_STRATEGY)
+    assert isinstance(again[TP], LeaderAndIsr)

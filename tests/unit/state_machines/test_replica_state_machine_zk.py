@@ -353,6 +353,24 @@ def test_startup_sends_leader_and_isr_to_online_replicas_and_shrinks_offline_one
     assert second.leader_and_isr(TP)[0] == shrunk
 
 
+def test_startup_sends_leader_and_isr_for_partitions_whose_replicas_are_all_online(
+    h: ControllerHarness,
+) -> None:
+    """The common failover case: every replica online. Kafka's startup moves them all to
+    OnlineReplica, which sends each broker LeaderAndIsr for its partitions (the state a
+    previous controller may have written without telling anyone)."""
+    h.set_live_brokers([BROKER, OTHER])
+    h.create_topic("t", {0: [BROKER, OTHER]})
+    h.set_leadership(TP, BROKER, [BROKER, OTHER])
+
+    h.rsm.startup()
+
+    for broker in (BROKER, OTHER):
+        assert h.ctx.replica_state(PartitionAndReplica(TP, broker)) is OnlineReplica
+        assert h.channel.kinds(broker) == [LAI, UMR]
+        assert h.channel.only(broker, LAI).leader_and_isr(TP)[0] == lice(BROKER, (BROKER, OTHER))
+
+
 def test_failed_isr_write_fails_only_that_replica(h: ControllerHarness) -> None:
     """Kafka's updateLeaderAndIsr turns a thrown write into a failure of those partitions;
     the other brokers' replicas in the same call still go offline."""
