@@ -391,3 +391,23 @@ def test_failed_isr_write_fails_only_that_replica(h: ControllerHarness) -> None:
     assert h.ctx.replica_state(PartitionAndReplica(other_tp, OTHER)) is OfflineReplica
     assert h.channel.only(7, LAI).partitions() == [other_tp]
     assert h.channel.only(BROKER, SR).partitions() == [TP]
+
+
+def test_a_failed_send_leaves_the_batch_empty_and_the_machine_usable(
+    h: ControllerHarness,
+) -> None:
+    """An unexpected error (the channel refusing a send) is logged and clears the batch:
+    otherwise every later ``new_batch`` would raise IllegalRequestBatchState and no replica
+    could change state again."""
+    h.set_live_brokers([BROKER, OTHER])
+    h.create_topic("t", {0: [OTHER, BROKER]})
+    h.set_leadership(TP, OTHER, [OTHER])
+    h.channel.fail_next_send(RuntimeError("channel broken"))
+
+    h.rsm.handle_state_changes([REPLICA], NewReplica)
+
+    assert h.rsm.batch.is_empty
+    h.rsm.handle_state_changes([REPLICA], OnlineReplica)
+    offline(h, REPLICA)  # a transition that sends: the broker is told to stop the replica
+    assert h.ctx.replica_state(REPLICA) is OfflineReplica
+    assert h.channel.only(BROKER, SR).partitions() == [TP]
