@@ -125,7 +125,11 @@ class ReassignmentZnodes:
                 removed=[str(tp) for tp in removed],
             )
             try:
-                gateway.set_or_create_partition_reassignment(remaining, epoch_zk_version)
+                gateway.set_or_create_partition_reassignment(
+                    remaining,
+                    epoch_zk_version,
+                    rewritten_from=[*current, *request.invalid, *request.unknown],
+                )
             except ControllerMovedError:
                 raise
             except ZkError as exc:

@@ -11,7 +11,7 @@ naming its path, and skipped.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import structlog
 
@@ -204,9 +204,15 @@ class AdminZnodes:
         return self.port.exists(paths.REASSIGN_PARTITIONS) is not None
 
     def set_or_create_partition_reassignment(
-        self, reassignment: Mapping[TopicPartition, Iterable[int]], epoch_zk_version: int
+        self,
+        reassignment: Mapping[TopicPartition, Iterable[int]],
+        epoch_zk_version: int,
+        rewritten_from: Sequence[TopicPartition] | None = None,
     ) -> None:
-        data = codecs.encode_reassignment({tp: tuple(r) for tp, r in reassignment.items()})
+        """``rewritten_from``: the partitions of the znode this rewrites, for Kafka's order."""
+        data = codecs.encode_reassignment(
+            {tp: tuple(r) for tp, r in reassignment.items()}, rewritten_from=rewritten_from
+        )
         result = self._writer.run_one([SetData(paths.REASSIGN_PARTITIONS, data)], epoch_zk_version)
         if isinstance(result, NoNodeError):
             result = self._writer.run_one(

@@ -22,6 +22,7 @@ from controller.core.model import (
     LeaderRecoveryState,
     ReplicaAssignment,
     TopicAssignment,
+    TopicPartition,
 )
 from controller.zk import codecs
 from controller.zk.codecs.key_order import (
@@ -109,6 +110,30 @@ def test_broker_registration_is_kafkas_bytes(case: dict[str, Any]) -> None:
 def test_config_znode_is_kafkas_bytes(case: dict[str, Any]) -> None:
     config = dict(case["config"])  # in the order Kafka's Properties received them
     _matches_kafka(codecs.encode_topic_config(config), case)
+
+
+def _tps(case: dict[str, Any]) -> list[TopicPartition]:
+    return [TopicPartition(topic, partition) for topic, partition in case["partitions"]]
+
+
+@pytest.mark.parametrize("case", _load("preferred_election"), ids=lambda c: f"{len(_tps(c))}tps")
+def test_preferred_replica_election_is_kafkas_bytes(case: dict[str, Any]) -> None:
+    _matches_kafka(codecs.encode_preferred_replica_election(_tps(case)), case)
+
+
+@pytest.mark.parametrize("case", _load("isr_change"), ids=lambda c: f"{len(_tps(c))}tps")
+def test_isr_change_notification_is_kafkas_bytes(case: dict[str, Any]) -> None:
+    _matches_kafka(codecs.encode_isr_change_notification(_tps(case)), case)
+
+
+@pytest.mark.parametrize("case", _load("reassignment_rewrite"), ids=lambda c: f"{len(_tps(c))}tps")
+def test_reassignment_rewrite_is_kafkas_bytes(case: dict[str, Any]) -> None:
+    # The controller drops completed entries from the znode (KafkaJsonVectors writes the
+    # replicas [i % 7, i % 5] for the i-th entry).
+    tps = _tps(case)
+    removed = set(case["removed"])
+    remaining = {tp: (i % 7, i % 5) for i, tp in enumerate(tps) if i not in removed}
+    _matches_kafka(codecs.encode_reassignment(remaining, rewritten_from=tps), case)
 
 
 def test_java_string_hash_matches_javas_definition() -> None:

@@ -29,6 +29,12 @@ from controller.zk.codecs._json import (
     typed_field,
     version_field,
 )
+from controller.zk.codecs.key_order import (
+    partition_entry_hash,
+    scala_immutable_order,
+    scala_mutable_set_order,
+    topic_partition_hash,
+)
 from controller.zk.errors import MalformedZnodeError
 
 LOG_DIR_FAILURE_EVENT = 1
@@ -42,10 +48,32 @@ _REASSIGN_KEYS = frozenset({"version", "partitions"})
 _REASSIGN_ENTRY_KEYS = frozenset({"topic", "partition", "replicas"})
 
 
-def encode_reassignment(reassignment: Mapping[TopicPartition, Sequence[int]]) -> bytes:
+def _tp_hash(tp: TopicPartition) -> int:
+    return topic_partition_hash(tp.topic, tp.partition)
+
+
+def _entry_hash(tp: TopicPartition) -> int:
+    return partition_entry_hash(tp.topic, tp.partition)
+
+
+def encode_reassignment(
+    reassignment: Mapping[TopicPartition, Sequence[int]],
+    *,
+    rewritten_from: Sequence[TopicPartition] | None = None,
+) -> bytes:
+    """Entries in the order of Kafka's immutable ``Map[TopicPartition, Seq[Int]]``: the
+    request's own up to four, else by hash. ``rewritten_from``: the partitions of the znode
+    this rewrites (the controller dropping completed entries), whose order Kafka's
+    ``partition`` of the decoded map keeps when at most four entries remain."""
+    keys = list(reassignment)
+    if rewritten_from is not None and len(keys) <= 4:
+        order = [tp for tp in scala_immutable_order(rewritten_from, _tp_hash) if tp in reassignment]
+        keys = order + [tp for tp in keys if tp not in set(order)]
+    else:
+        keys = scala_immutable_order(keys, _tp_hash)
     entries = [
-        {"topic": tp.topic, "partition": tp.partition, "replicas": list(replicas)}
-        for tp, replicas in reassignment.items()
+        {"topic": tp.topic, "partition": tp.partition, "replicas": list(reassignment[tp])}
+        for tp in keys
     ]
     return dumps({"version": 1, "partitions": entries})
 
@@ -158,7 +186,10 @@ def _partition_set(data: bytes | None, path: str) -> set[TopicPartition]:
 
 
 def encode_preferred_replica_election(partitions: Iterable[TopicPartition]) -> bytes:
-    return dumps({"version": 1, "partitions": partition_list(partitions)})
+    """In the order of Kafka's immutable Set of ``{"topic", "partition"}`` maps: the given
+    order up to four partitions, else by hash."""
+    tps = scala_immutable_order(list(dict.fromkeys(partitions)), _entry_hash)
+    return dumps({"version": 1, "partitions": partition_list(tps)})
 
 
 def decode_preferred_replica_election(
@@ -184,7 +215,12 @@ def decode_preferred_replica_election(
 
 
 def encode_isr_change_notification(partitions: Iterable[TopicPartition]) -> bytes:
-    return dumps({"version": 1, "partitions": partition_list(partitions)})
+    """In the order Kafka's broker writes: its ``mutable.HashSet`` of partitions mapped to a
+    ``mutable.HashSet`` of ``{"topic", "partition"}`` maps."""
+    tps = scala_mutable_set_order(list(dict.fromkeys(partitions)), _tp_hash)
+    return dumps(
+        {"version": 1, "partitions": partition_list(scala_mutable_set_order(tps, _entry_hash))}
+    )
 
 
 def decode_isr_change_notification(data: bytes | None, path: str) -> set[TopicPartition]:

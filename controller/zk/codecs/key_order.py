@@ -8,17 +8,17 @@ lay out their dicts in the order these functions compute. Each function replays 
 collection's insertion and resizing rules (Scala 2.13, Java 17); the test vectors in
 ``tests/unit/kafka_json`` are Kafka's real bytes, produced with those libraries.
 
-Not replayed, because Kafka's documents never reach them in practice: bins long enough to be
-turned into trees (eight keys with one hash bucket), and Scala's immutable hash map (five or
-more keys of a ``Map(...)``: the feature-level map with five or more finalized features).
+Not replayed, because Kafka's documents never reach them in practice: Java bins long enough
+to be turned into trees (eight keys with one hash bucket).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TypeVar
 
+_K = TypeVar("_K")
 _V = TypeVar("_V")
 _MASK = 0xFFFFFFFF
 
@@ -63,14 +63,70 @@ def scala_mutable_order(keys: Sequence[str], table_size: int = 16) -> list[str]:
     list is kept sorted by that hash as a signed int (ties in insertion order); the table
     doubles before an insertion that would reach three quarters of it.
     """
+    return _scala_mutable(keys, [_scala_improved_hash(k) for k in keys], table_size)
+
+
+def scala_mutable_set_order(items: Sequence[_K], hash_of: Callable[[_K], int]) -> list[_K]:
+    """``scala_mutable_order`` for a ``mutable.HashSet`` of any elements (``hash_of``: their
+    Java ``hashCode``, unsigned)."""
+    return _scala_mutable(items, [(h := hash_of(i)) ^ (h >> 16) for i in items], 16)
+
+
+def _scala_mutable(items: Sequence[_K], hashes: Sequence[int], table_size: int) -> list[_K]:
     size = table_size
-    for count in range(len(keys)):
+    for count in range(len(items)):
         if count + 1 >= int(size * 0.75):
             size *= 2
-    hashes = [_scala_improved_hash(k) for k in keys]
     mask = size - 1
-    order = sorted(range(len(keys)), key=lambda i: (hashes[i] & mask, _signed(hashes[i]), i))
-    return [keys[i] for i in order]
+    order = sorted(range(len(items)), key=lambda i: (hashes[i] & mask, _signed(hashes[i]), i))
+    return [items[i] for i in order]
+
+
+def _scala_improve(h: int) -> int:
+    """``scala.collection.Hashing.improve``, the hash Scala's immutable HashMap/HashSet use."""
+    h = (h + (_MASK ^ ((h << 9) & _MASK))) & _MASK
+    h ^= h >> 14
+    h = (h + ((h << 4) & _MASK)) & _MASK
+    return h ^ (h >> 10)
+
+
+def scala_immutable_order(items: Sequence[_K], hash_of: Callable[[_K], int]) -> list[_K]:
+    """Iteration order of a Scala 2.13 immutable ``Map``/``Set`` built from ``items`` in
+    order: up to four keep it (Map1-Map4); more are a CHAMP trie, iterated node by node (a
+    node's own entries by 5-bit hash fragment, then its sub-nodes, depth first)."""
+    if len(items) <= 4:
+        return list(items)
+    improved = [(_scala_improve(hash_of(item)), i) for i, item in enumerate(items)]
+    return [items[i] for i in _champ(improved, 0)]
+
+
+def _champ(entries: list[tuple[int, int]], shift: int) -> list[int]:
+    if shift >= 32:  # equal hashes: a collision node, in insertion order
+        return [i for _, i in entries]
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for entry in entries:
+        groups.setdefault((entry[0] >> shift) & 31, []).append(entry)
+    order = [group[0][1] for _, group in sorted(groups.items()) if len(group) == 1]
+    for _, group in sorted(groups.items()):
+        if len(group) > 1:
+            order.extend(_champ(group, shift + 5))
+    return order
+
+
+def topic_partition_hash(topic: str, partition: int) -> int:
+    """Kafka's ``TopicPartition.hashCode()``, unsigned."""
+    return (31 * (31 + partition) + java_string_hash(topic)) & _MASK
+
+
+_TOPIC_HASH, _PARTITION_HASH = java_string_hash("topic"), java_string_hash("partition")
+
+
+def partition_entry_hash(topic: str, partition: int) -> int:
+    """``hashCode()`` of the Java map ``{"topic": t, "partition": p}`` Kafka lists partitions
+    with (a map's hash is the sum of its entries' ``key.hashCode() ^ value.hashCode()``)."""
+    return (
+        (_TOPIC_HASH ^ java_string_hash(topic)) + (_PARTITION_HASH ^ (partition & _MASK))
+    ) & _MASK
 
 
 def java_hashmap_order(keys: Iterable[str]) -> list[str]:

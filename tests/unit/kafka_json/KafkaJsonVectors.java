@@ -214,6 +214,103 @@ public class KafkaJsonVectors {
     emit(line, j(imm("version", 1, "config", props)));
   }
 
+  // Kafka's org.apache.kafka.common.TopicPartition: its equals and hashCode decide the order
+  // of the hash sets and maps below (pyspark ships no kafka-clients jar).
+  static final class TopicPartition {
+    final String topic;
+    final int partition;
+
+    TopicPartition(String topic, int partition) {
+      this.topic = topic;
+      this.partition = partition;
+    }
+
+    @Override
+    public int hashCode() {
+      return 31 * (31 + partition) + Objects.hashCode(topic);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof TopicPartition t && t.partition == partition && t.topic.equals(topic);
+    }
+  }
+
+  static final String[] TOPICS = {"orders", "payments", "t", "__consumer_offsets", "a.b-c_d"};
+
+  static List<TopicPartition> randomPartitions(int n) {
+    LinkedHashSet<TopicPartition> out = new LinkedHashSet<>();
+    while (out.size() < n) {
+      out.add(new TopicPartition(TOPICS[R.nextInt(TOPICS.length)], R.nextInt(n < 5 ? 4 : 3 * n)));
+    }
+    return new ArrayList<>(out);
+  }
+
+  static ArrayNode partitionsJson(ObjectNode line, String field, List<TopicPartition> tps) {
+    ArrayNode rows = line.putArray(field);
+    for (TopicPartition tp : tps) rows.addArray().add(tp.topic).add(tp.partition);
+    return rows;
+  }
+
+  // PreferredReplicaElectionZNode.encode (lines 541-546): an immutable Set, as its callers
+  // build it from a list (Set(tp...), or toSet).
+  static void preferred(List<TopicPartition> tps) throws Exception {
+    ObjectNode line = M.createObjectNode().put("kind", "preferred_election");
+    partitionsJson(line, "partitions", tps);
+    Object set = scala.collection.immutable.Set$.MODULE$.from(
+        CollectionConverters.asScala(tps.iterator()));
+    Object maps = CollectionConverters.asJava((scala.collection.Set) ((scala.collection.Set) set)
+        .map((scala.Function1<Object, Object>) o -> j(imm("topic", ((TopicPartition) o).topic,
+            "partition", ((TopicPartition) o).partition))));
+    emit(line, j(imm("version", 1, "partitions", maps)));
+  }
+
+  // IsrChangeNotificationSequenceZNode.encode (lines 447-451): the broker's mutable.HashSet
+  // (ZkAlterPartitionManager.isrChangeSet), filled one partition at a time.
+  static void isrChange(List<TopicPartition> tps) throws Exception {
+    ObjectNode line = M.createObjectNode().put("kind", "isr_change");
+    partitionsJson(line, "partitions", tps);
+    scala.collection.mutable.HashSet set = new scala.collection.mutable.HashSet();
+    for (TopicPartition tp : tps) set.add(tp);
+    Object maps = CollectionConverters.asJava((scala.collection.Set) set
+        .map((scala.Function1<Object, Object>) o -> j(imm("topic", ((TopicPartition) o).topic,
+            "partition", ((TopicPartition) o).partition))));
+    emit(line, j(imm("version", 1, "partitions", maps)));
+  }
+
+  // KafkaController.maybeRemoveFromZkReassignment: the znode decoded into an immutable Map
+  // (ReassignPartitionsZNode.decode's toMap), partitioned, the rest re-encoded in its order.
+  static void reassignmentRewrite(List<TopicPartition> tps, Set<Integer> removed) throws Exception {
+    ObjectNode line = M.createObjectNode().put("kind", "reassignment_rewrite");
+    partitionsJson(line, "partitions", tps);
+    ArrayNode gone = line.putArray("removed");
+    Object[] kv = new Object[tps.size() * 2];
+    for (int i = 0; i < tps.size(); i++) {
+      kv[2 * i] = tps.get(i);
+      kv[2 * i + 1] = ints(i % 7, i % 5);
+      if (removed.contains(i)) gone.add(i);
+    }
+    scala.collection.immutable.Map map = imm(kv);
+    Tuple2 parts = map.partition((scala.Function1<Object, Object>) e ->
+        removed.contains(tps.indexOf((TopicPartition) ((Tuple2) e)._1())));
+    scala.collection.immutable.Map rest = (scala.collection.immutable.Map) parts._2();
+    List<Object> entries = new ArrayList<>();
+    scala.collection.Iterator it = rest.iterator();
+    while (it.hasNext()) {
+      Tuple2 e = (Tuple2) it.next();
+      TopicPartition tp = (TopicPartition) e._1();
+      Map<String, Object> entry = new LinkedHashMap<>();
+      entry.put("topic", tp.topic);
+      entry.put("partition", tp.partition);
+      entry.put("replicas", e._2());
+      entries.add(entry);
+    }
+    Map<String, Object> doc = new LinkedHashMap<>();
+    doc.put("version", 1);
+    doc.put("partitions", entries);
+    emit(line, doc);
+  }
+
   public static void main(String[] args) throws Exception {
     // Every size up to 50, and both sides of the table's growth at 96, 192 and 768 entries.
     for (int n = 1; n <= 50; n++) topic(range(n), null, Set.of());
@@ -255,6 +352,18 @@ public class KafkaJsonVectors {
 
     configValues("a", "tab\there\nnew line", "b", "\u0001\u001f\u007f", "c", "quote \" back \\ slash",
         "d", "caf\u00e9 \u2028 \ud83d\ude00", "e", "</script>", "f\u00e9", "\\u0001 literal");
+    for (int n : new int[] {1, 2, 3, 4, 5, 6, 8, 12, 17, 33, 40, 64, 100, 300}) {
+      preferred(randomPartitions(n));
+      isrChange(randomPartitions(n));
+    }
+    for (int c = 0; c < 30; c++) {
+      List<TopicPartition> tps = randomPartitions(1 + R.nextInt(c < 15 ? 8 : 60));
+      Set<Integer> removed = new HashSet<>();
+      for (int i = 0; i < tps.size(); i++) if (R.nextInt(3) == 0) removed.add(i);
+      if (removed.size() == tps.size()) removed.remove(0);
+      reassignmentRewrite(tps, removed);
+    }
+
     config(List.of());
     config(List.of("retention.ms"));
     for (int c = 0; c < 40; c++) {
