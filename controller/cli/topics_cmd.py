@@ -28,6 +28,7 @@ from controller.admin.client import DEFAULT_SESSION_TIMEOUT_MS, admin_session, r
 from controller.admin.controller_client import ControllerClient, NoActiveControllerError
 from controller.api.errors import Errors, error_name
 from controller.cli.argtypes import int_in, positive_ms
+from controller.config.settings import SETTINGS_BY_NAME
 from controller.logs import configure_logging
 from controller.security.acls import CredentialsError
 from controller.security.cli import (
@@ -109,7 +110,7 @@ def run_admin(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:
         return fail(f"ZooKeeper request failed: {exc}")
 
 
-JUTE_MAXBUFFER_ENV = "ZKC_ZOOKEEPER_JUTE_MAXBUFFER"  # the controller's setting, shared
+JUTE_MAXBUFFER_ENV = SETTINGS_BY_NAME["zookeeper.jute.maxbuffer"].env  # the controller's
 
 
 def _configure_jute_maxbuffer(flag: int | None) -> None:

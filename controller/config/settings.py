@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.config.addresses import canonical_zookeeper_connect, parse_host_port
+from controller.zk import limits
 
 ENV_PREFIX = "ZKC_"
 
@@ -170,7 +171,8 @@ SETTINGS: tuple[Setting, ...] = (
                 "cache at failover; this controller writes /feature itself and needs no wait.)"),
     Setting("zookeeper.max.in.flight.requests", Kind.INT, 10, kafka=True, min=1,
             doc="Maximum unacknowledged ZooKeeper requests pipelined by the client."),
-    Setting("zookeeper.jute.maxbuffer", Kind.INT, 0xFFFFF, min=64 * 1024,
+    Setting("zookeeper.jute.maxbuffer", Kind.INT, limits.DEFAULT_JUTE_MAXBUFFER,
+            min=limits.MIN_JUTE_MAXBUFFER,
             doc="The ensemble's jute.maxbuffer (ZooKeeper's default, 1 MiB - 1): the largest "
                 "request it accepts. Set it to the servers' value when raised for large "
                 "topics; the controller then reads and writes znodes up to that size "

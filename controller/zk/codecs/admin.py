@@ -68,7 +68,8 @@ def encode_reassignment(
     keys = list(reassignment)
     if rewritten_from is not None and len(keys) <= 4:
         order = [tp for tp in scala_immutable_order(rewritten_from, _tp_hash) if tp in reassignment]
-        keys = order + [tp for tp in keys if tp not in set(order)]
+        listed = set(order)
+        keys = order + [tp for tp in keys if tp not in listed]
     else:
         keys = scala_immutable_order(keys, _tp_hash)
     entries = [
