@@ -51,7 +51,7 @@ from controller.rpc.service import ControllerServicer
 from controller.security import authz
 from controller.security.acls import zk_security_from_config
 from controller.security.tls import ClientTls, ServerTls, client_tls, server_tls
-from controller.signals import Interrupted, SignalInbox
+from controller.signals import SignalInbox
 from controller.state_change_log import StateChangeLog
 from controller.zk import limits, paths
 from controller.zk.chroot import create_chroot_if_necessary
@@ -70,6 +70,8 @@ log = structlog.get_logger("controller.daemon")
 GC_THRESHOLDS = (100_000, 50, 100)
 TRIM_WAIT_S = 60.0
 TRIM_SETTLE_S = 2.0
+#: How long a stop requested while starting waits for the abandoned start to return.
+ABANDONED_START_WAIT_S = 3.0
 
 
 def _malloc_trim() -> Callable[[], object] | None:
@@ -117,6 +119,29 @@ def freeze_heap_after_failover(controller: Controller, channel: ControllerChanne
 class DaemonStartError(Exception):
     """The daemon could not start (ZooKeeper unreachable, a port in use, ...); what opened
     has been closed again."""
+
+
+class StartAbandoned(Exception):
+    """The start stopped at a step boundary: a stop was requested meanwhile."""
+
+
+class _StartThread:
+    """Runs a start in its own (daemon) thread; ``done`` is set when it returned or raised,
+    ``error`` is what it raised."""
+
+    def __init__(self, start: Callable[[], None]) -> None:
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self._start = start
+        threading.Thread(target=self._run, name="controller-start", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._start()
+        except BaseException as exc:  # reported by the main thread
+            self.error = exc
+        finally:
+            self.done.set()
 
 
 class ControllerDaemon:
@@ -214,12 +239,15 @@ class ControllerDaemon:
             self.config.metrics_listen, self.metrics.registry, self.readiness
         )
         self._create_chroot_if_necessary()
+        self._raise_if_abandoned()
         self.port.start(timeout=self.config.zookeeper_connection_timeout_ms / 1000)
+        self._raise_if_abandoned()
         follow_active_state(self.grpc, self.controller)
         self.grpc.start()
         self.port.add_session_listener(self._on_session_state)
         self.port.add_session_listener(self.metrics.on_session_state)
         self._register_endpoint()
+        self._raise_if_abandoned()
         self.controller.startup()
         log.info(
             "controller started",
@@ -230,6 +258,12 @@ class ControllerDaemon:
             grpc_tls=self.grpc.tls is not None,
             **self.zk_security.describe(),
         )
+
+    def _raise_if_abandoned(self) -> None:
+        # Set by abort_start from the main thread: a start going on would open what the
+        # abort just closed.
+        if self._stopped:
+            raise StartAbandoned("a stop was requested while starting")
 
     def _create_chroot_if_necessary(self) -> None:
         create_chroot_if_necessary(
@@ -346,6 +380,20 @@ class ControllerDaemon:
             self.http.shutdown()
         self.state_change_log.close()
 
+    def _abandon_start(self, starting: _StartThread) -> None:
+        """Abort a start still running in ``starting``: closing the session makes its
+        ZooKeeper calls fail, and it stops at its next step. Waits a little for it, then
+        closes again what it opened meanwhile; one that does not return is left behind
+        (its thread does not keep the process alive)."""
+        self.abort_start()
+        if starting.done.wait(ABANDONED_START_WAIT_S):
+            self.abort_start()
+        else:
+            log.warning(
+                "the abandoned start has not returned; leaving it behind",
+                waited_s=ABANDONED_START_WAIT_S,
+            )
+
     # -- foreground run ------------------------------------------------------------------
 
     def run_forever(self, *, exiting: bool = False) -> None:
@@ -354,18 +402,24 @@ class ControllerDaemon:
         than their default handlers put back: a second SIGTERM or a logrotate SIGHUP in the
         interpreter's last moments would end it with 143 or 129 instead of its exit code."""
         inbox = SignalInbox((signal.SIGTERM, signal.SIGINT, signal.SIGHUP))
-        try:
-            # A stop requested while starting abandons the start: a ZooKeeper that vanished
-            # mid-start (the local stack killed outright) made kazoo retry for ever, and the
-            # process outlived everything around it.
-            with inbox.interrupting((signal.SIGTERM, signal.SIGINT)):
-                self.start()
-        except Interrupted as stop:
-            log.info("stop requested while starting; abandoning the start", signal=str(stop))
-            self.abort_start()
+        # The start runs in a thread of its own while this one keeps reading signals, so a
+        # stop requested while starting can abandon it: a ZooKeeper that vanished mid-start
+        # (the local stack killed outright) made kazoo retry for ever, and the process
+        # outlived everything around it. (An exception raised into the main thread instead,
+        # as SIGINT raises KeyboardInterrupt, can land inside a lock's bookkeeping and come
+        # out as a RuntimeError that a handler swallows, and the start carries on.)
+        starting = _StartThread(self.start)
+        stop_signal = inbox.wait_for((signal.SIGTERM, signal.SIGINT), until=starting.done)
+        if stop_signal is not None:
+            log.info(
+                "stop requested while starting; abandoning the start",
+                signal=signal.Signals(stop_signal).name,
+            )
+            self._abandon_start(starting)
             inbox.restore(ignore=exiting)
             return
-        except Exception as exc:
+        if starting.error is not None:
+            exc = starting.error
             inbox.restore(ignore=exiting)
             log.error("the controller could not start", error=str(exc) or type(exc).__name__)
             self.abort_start()

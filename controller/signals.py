@@ -11,11 +11,11 @@ handler only records the signal, and the main thread waits in short sleeps.
 
 from __future__ import annotations
 
-import contextlib
 import signal
+import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from types import FrameType
 from typing import Any
 
@@ -23,47 +23,32 @@ from typing import Any
 POLL_S = 0.2
 
 
-class Interrupted(BaseException):
-    """Raised in the main thread by a stop signal that arrives inside ``interrupting()``.
-    A BaseException, as KeyboardInterrupt is: the start's own ``except Exception`` handlers
-    (e.g. around advertising the endpoint) must not swallow it and carry on starting."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
 class SignalInbox:
     """Records ``signals`` while installed; ``wait`` returns the next one."""
 
     def __init__(self, signals: Iterable[int]) -> None:
         self._received: deque[int] = deque()
-        self._interrupting: frozenset[int] = frozenset()
         self._previous: dict[int, Any] = {
             sig: signal.signal(sig, self._record) for sig in signals
         }
 
     def _record(self, signum: int, frame: FrameType | None) -> None:
         self._received.append(signum)  # no lock taken: see the module docstring
-        if signum in self._interrupting:
-            self._interrupting = frozenset()  # once: the abort that follows must run
-            raise Interrupted(signum)
 
-    @contextlib.contextmanager
-    def interrupting(self, signals: Iterable[int]) -> Iterator[None]:
-        """Within the block, one of ``signals`` raises ``Interrupted`` in the main thread
-        (as SIGINT raises KeyboardInterrupt) instead of waiting to be read: for work that can
-        block for ever, e.g. a start whose ZooKeeper vanished (kazoo then retries for ever).
-        One received before the block raises at its start."""
+    def wait_for(self, signals: Iterable[int], until: threading.Event) -> int | None:
+        """The first of ``signals`` received (taken from the inbox; the others stay for
+        ``wait``), or None once ``until`` is set, whichever comes first. For the main thread
+        while another thread does work that can block for ever (a start whose ZooKeeper
+        vanished: kazoo then retries for ever)."""
         wanted = frozenset(signals)
-        early = next((s for s in self._received if s in wanted), None)
-        if early is not None:
-            raise Interrupted(early)
-        self._interrupting = wanted
-        try:
-            yield
-        finally:
-            self._interrupting = frozenset()
+        while True:
+            # list() copies in one step: the handler may append between our bytecodes.
+            hit = next((s for s in list(self._received) if s in wanted), None)
+            if hit is not None:
+                self._received.remove(hit)
+                return hit
+            if until.wait(POLL_S):
+                return None
 
     def wait(self, timeout: float | None = None) -> int | None:
         """The next signal received, waiting up to ``timeout`` seconds (None: for ever);

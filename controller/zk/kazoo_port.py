@@ -149,6 +149,7 @@ class KazooPort(WatchedReads, KazooWrites):
         self._multiread_batch = multiread_batch
         self._multiread_in_flight = multiread_in_flight
         self._listeners: list[SessionListener] = []
+        self._stopped_while_starting = False  # stop() from another thread ends start()'s wait
         self._listeners_lock = threading.Lock()
         self._generation = 0  # +1 on every LOST: a call must not span two sessions
         self._client = KazooClient(
@@ -193,9 +194,14 @@ class KazooPort(WatchedReads, KazooWrites):
         that method's ``connected`` check, which it then reports as a time-out (and its
         clean-up erases the AUTH_FAILED state that would tell the two apart).
         """
+        self._stopped_while_starting = False
         live = self._client.start_async()
         deadline = time.monotonic() + timeout
         while not live.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+            if self._stopped_while_starting:
+                raise errors.ConnectionLossError(
+                    f"the session with {self.connect} was closed while connecting"
+                )
             if self._auth_failed() or time.monotonic() >= deadline:
                 break
         if self._auth_failed():
@@ -229,6 +235,7 @@ class KazooPort(WatchedReads, KazooWrites):
 
     def stop(self) -> None:
         """Close the session (ephemerals go at once, listeners get LOST) and free the socket."""
+        self._stopped_while_starting = True
         self._keeper.discard()  # our own close: no NONE events (they would outlive the stop)
         self._client.stop()
         self._client.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import subprocess
 import sys
@@ -166,7 +167,14 @@ def _sigterm_child(script: str, *, once: str) -> tuple[int, str, str]:
     )
     try:
         assert child.stdout is not None
-        assert child.stdout.readline().strip() == once
+        # Byte by byte from the pipe: a buffered readline could swallow what the child
+        # prints next, and communicate() would never see it.
+        first = b""
+        while not first.endswith(b"\n"):
+            byte = os.read(child.stdout.fileno(), 1)
+            assert byte, f"the child exited before printing {once!r}"
+            first += byte
+        assert first.decode().strip() == once
         time.sleep(0.2)
         child.send_signal(signal.SIGTERM)
         out, err = child.communicate(timeout=30)
@@ -213,11 +221,13 @@ from controller.daemon import ControllerDaemon
 from controller.rpc.calls import RpcStatus
 
 class Stub:
+    _abandon_start = ControllerDaemon._abandon_start
+
     def start(self):
         print("starting", flush=True)
         never = threading.Event()
         try:
-            while True:  # a start blocked for ever (kazoo retrying a vanished ZooKeeper)
+            while True:  # a start blocked for ever, deaf to the abort
                 never.wait(0.1)
         except Exception:  # as start's own handlers around optional steps do
             print("swallowed", flush=True)
@@ -235,9 +245,11 @@ print("returned", flush=True)
 
 
 def test_a_stop_signal_during_a_blocked_start_abandons_it() -> None:
-    """SIGTERM while start() blocks (the local stack killed outright took its ZooKeeper with
-    it mid-start): the start is abandoned and the process exits, instead of outliving
-    everything around it."""
+    """SIGTERM while start() blocks for ever (the local stack killed outright took its
+    ZooKeeper with it mid-start): the start is abandoned and the process exits, instead of
+    outliving everything around it. Nothing is raised into the start: an exception raised into
+    the main thread (the previous design) could come out of a lock's bookkeeping as a
+    RuntimeError that start's ``except Exception`` swallowed, and the start carried on."""
     returncode, out, err = _sigterm_child(_STOP_DURING_START_CHILD, once="starting")
     assert returncode == 0, err
     steps = [
@@ -247,6 +259,73 @@ def test_a_stop_signal_during_a_blocked_start_abandons_it() -> None:
     ]
     assert steps == ["aborted", "returned"]
     assert "stop requested while starting" in out
+    assert "the abandoned start has not returned" in out
+
+
+_STOP_DURING_START_ABORTABLE_CHILD = """
+import threading
+from controller.daemon import ControllerDaemon, StartAbandoned
+
+closed = threading.Event()
+
+class Stub:
+    _abandon_start = ControllerDaemon._abandon_start
+
+    def start(self):
+        print("starting", flush=True)
+        closed.wait()  # a ZooKeeper call, until the abort closes the session
+        print("start sees the session closed", flush=True)
+        raise StartAbandoned("session closed")
+
+    def abort_start(self):
+        print("aborted", flush=True)
+        closed.set()
+
+    def stop(self):
+        print("stop called", flush=True)
+
+ControllerDaemon.run_forever(Stub())
+print("returned", flush=True)
+"""
+
+
+def test_an_abandoned_start_that_returns_is_cleaned_up_after_it() -> None:
+    """The usual case: the abort closes the session, the start's blocked call fails and it
+    returns; what it opened meanwhile is closed by a second abort, and stop() (a resignation
+    of what never started) is not called."""
+    returncode, out, err = _sigterm_child(_STOP_DURING_START_ABORTABLE_CHILD, once="starting")
+    assert returncode == 0, err
+    marks = ("aborted", "start sees the session closed", "stop called", "returned")
+    steps = [line for line in out.splitlines() if line in marks]
+    assert steps == ["aborted", "start sees the session closed", "aborted", "returned"]
+    assert "the abandoned start has not returned" not in out
+
+
+_RELOAD_DURING_START_CHILD = """
+import os, signal
+from controller.daemon import ControllerDaemon
+
+class Stub:
+    def start(self):
+        os.kill(os.getpid(), signal.SIGHUP)  # a logrotate while starting
+        print("started", flush=True)
+
+    def _on_reload(self):
+        print("reloaded", flush=True)
+
+    def stop(self):
+        print("stop called", flush=True)
+
+ControllerDaemon.run_forever(Stub())
+print("returned", flush=True)
+"""
+
+
+def test_a_reload_signal_during_the_start_is_kept_for_after_it() -> None:
+    """Waiting for a stop while starting must not eat a SIGHUP: it is handled once started."""
+    returncode, out, err = _sigterm_child(_RELOAD_DURING_START_CHILD, once="started")
+    assert returncode == 0, err
+    assert out.splitlines() == ["reloaded", "stop called", "returned"]
 
 
 def test_a_resign_dropped_by_a_session_expiry_is_not_taken_as_done() -> None:

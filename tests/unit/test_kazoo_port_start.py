@@ -10,6 +10,7 @@ the second reported as a time-out). The stand-in below replaces only the KazooCl
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from kazoo.protocol.states import KeeperState
@@ -75,3 +76,26 @@ def test_a_live_session_starts() -> None:
     client = _ScriptedClient(True, KeeperState.CONNECTED)
     _port_with(client).start(timeout=5)
     assert not client.stopped
+
+
+def test_a_stop_from_another_thread_ends_the_wait_for_a_session() -> None:
+    """The daemon abandons a start blocked on an unreachable ensemble by closing the session
+    from its main thread: start() must give up then, not wait out its whole timeout (the
+    real kazoo client's start would)."""
+    port = KazooPort("127.0.0.1:1", session_timeout=4)  # a real client; nothing listens
+    outcome: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            port.start(timeout=60)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    starting = threading.Thread(target=start)
+    starting.start()
+    time.sleep(0.3)
+    port.stop()
+    starting.join(5)
+    assert not starting.is_alive(), "start() still waiting 5 s after the stop"
+    assert len(outcome) == 1 and isinstance(outcome[0], errors.ConnectionLossError)
+    assert "closed while connecting" in str(outcome[0])
