@@ -386,13 +386,18 @@ class ControllerDaemon:
         closes again what it opened meanwhile; one that does not return is left behind
         (its thread does not keep the process alive)."""
         self.abort_start()
-        if starting.done.wait(ABANDONED_START_WAIT_S):
-            self.abort_start()
-        else:
-            log.warning(
-                "the abandoned start has not returned; leaving it behind",
-                waited_s=ABANDONED_START_WAIT_S,
-            )
+        deadline = time.monotonic() + ABANDONED_START_WAIT_S
+        while not starting.done.wait(0.2):
+            if time.monotonic() >= deadline:
+                log.warning(
+                    "the abandoned start has not returned; leaving it behind",
+                    waited_s=ABANDONED_START_WAIT_S,
+                )
+                return
+            # Again: a session the start opened after the abort had closed the previous one
+            # (it was between its check and the connect).
+            self._close_session()
+        self.abort_start()
 
     # -- foreground run ------------------------------------------------------------------
 

@@ -126,7 +126,9 @@ def test_two_controllers_exactly_one_active_and_kill9_failover(zk, processes):
         what="standby takes over",
     )
     elapsed = time.monotonic() - started
-    assert elapsed <= SESSION_TIMEOUT_MS / 1000 + 2, f"took over after {elapsed:.2f}s"
+    # The session timeout, ZooKeeper's expiry tick and a slow VM hour's slack: a takeover
+    # that waited for anything else (a second session timeout, a poll) would exceed it.
+    assert elapsed <= SESSION_TIMEOUT_MS / 1000 + 4, f"took over after {elapsed:.2f}s"
     assert controller_in_zk(zk) == (standby.controller_id, 2)
     assert standby.metrics()["kafka_controller_controller_epoch"] == 2.0
 

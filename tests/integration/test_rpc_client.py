@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
@@ -47,9 +47,11 @@ class ElectingController:
     def __init__(self) -> None:
         self.events: list[Any] = []
         self.delay_s = 0.0
+        self.on_put: Callable[[], object] = lambda: None
 
     def put(self, event: Any) -> None:
         self.events.append(event)
+        self.on_put()
         outcome = {
             TopicPartition(f"orders.payments.eu-west-1.settlement-{p % 5}", p): ApiError(
                 Errors.PREFERRED_LEADER_NOT_AVAILABLE, "the preferred replica is not in the ISR"
@@ -139,7 +141,14 @@ def test_a_connection_lost_mid_call_is_reported_and_not_resent(
 ) -> None:
     ctl, server = served
     ctl.delay_s = 5.0  # the event thread is slow to answer; the server stops meanwhile
-    threading.Timer(0.5, server.stop, kwargs={"grace": 0}).start()
+    received = threading.Event()
+    ctl.on_put = received.set
+
+    def stop_once_received() -> None:
+        if received.wait(15):  # not before: a call not yet sent would rightly be resent
+            server.stop(grace=0)
+
+    threading.Thread(target=stop_once_received, daemon=True).start()
     with (
         ControllerClient(naming(server.address), timeout_s=20) as client,
         pytest.raises(ControllerAnswerLostError, match="may have been applied"),

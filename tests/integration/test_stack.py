@@ -24,28 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from controller.zk.server_probes import free_ports
+from controller.zk.server_probes import consecutive_free_ports, free_ports
 from tests.support import CLI, kazoo, process_alive, wait_until
 
 BROKERS = 3
 PARTITIONS = 6
-
-
-def _consecutive_free_ports(count: int) -> int:
-    """The first of ``count`` consecutive free ports (the stack numbers brokers' ports)."""
-    for _ in range(50):
-        base = free_ports(1)[0]
-        if base + count > 65535:
-            continue
-        with contextlib.ExitStack() as held:
-            try:
-                for port in range(base, base + count):
-                    sock = held.enter_context(socket.socket())
-                    sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return base
-    raise AssertionError(f"no {count} consecutive free ports found")
 
 
 def _all_led(connect: str) -> Callable[[], bool]:
@@ -77,7 +60,7 @@ def running_stack(
     command = [
         *CLI, "stack", "--zookeeper-port", str(zk_port),
         "--metrics-listen", f"127.0.0.1:{metrics_port}", "--grpc-listen", f"127.0.0.1:{grpc_port}",
-        "--broker-base-port", str(_consecutive_free_ports(brokers)), "--brokers", str(brokers),
+        "--broker-base-port", str(consecutive_free_ports(brokers)), "--brokers", str(brokers),
         "--var-dir", str(tmp_path / "var"), *extra,
     ]  # fmt: skip
     with output.open("wb") as out:

@@ -175,7 +175,7 @@ def _sigterm_child(script: str, *, once: str) -> tuple[int, str, str]:
             assert byte, f"the child exited before printing {once!r}"
             first += byte
         assert first.decode().strip() == once
-        time.sleep(0.2)
+        time.sleep(1.0)  # a start that printed ``once`` and returns has returned by then
         child.send_signal(signal.SIGTERM)
         out, err = child.communicate(timeout=30)
     finally:
@@ -236,6 +236,9 @@ class Stub:
     def abort_start(self):
         print("aborted", flush=True)
 
+    def _close_session(self):
+        print("closed again", flush=True)
+
     def stop(self):
         print("stop called", flush=True)
 
@@ -258,6 +261,7 @@ def test_a_stop_signal_during_a_blocked_start_abandons_it() -> None:
         if line in ("swallowed", "started", "aborted", "stop called", "returned")
     ]
     assert steps == ["aborted", "returned"]
+    assert out.count("closed again") >= 5  # the session closed again while waiting
     assert "stop requested while starting" in out
     assert "the abandoned start has not returned" in out
 
@@ -280,6 +284,9 @@ class Stub:
     def abort_start(self):
         print("aborted", flush=True)
         closed.set()
+
+    def _close_session(self):
+        pass  # the start may take a moment to see the first close
 
     def stop(self):
         print("stop called", flush=True)

@@ -117,7 +117,8 @@ def test_event_that_throws_is_timed_and_loop_goes_on(processor):
     assert isinstance(processor.processed[0], TopicChange)
     wait_for(lambda: len(processed) == 2)
     assert processed == [ControllerState.BrokerChange, ControllerState.TopicChange]
-    assert manager.state is ControllerState.Idle
+    # on_processed runs just before the state goes back to Idle
+    wait_for(lambda: manager.state is ControllerState.Idle)
     manager.close()
 
 
