@@ -4,7 +4,8 @@ Start order: logging, state-change log, metrics + HTTP, ZooKeeper session, broke
 controller, gRPC server. Stop order (SIGTERM/SIGINT): resign (deleting our own ``/controller``
 so a standby takes over at once), stop the event thread, stop gRPC, close the ZooKeeper session
 (which removes any ephemeral left), stop HTTP, close the logs. Signal handlers only set flags;
-the main thread does the work.
+the main thread does the work. The start runs in a thread of its own, so that the main thread
+hears a stop while it runs and can abandon it (``run_forever``).
 
 SIGHUP (``systemctl reload``, logrotate's postrotate): reopen the state-change log, re-read the
 configuration from the same sources (file, environment, flags) and apply the settings marked
