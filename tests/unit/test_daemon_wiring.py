@@ -183,6 +183,11 @@ def _sigterm_child(script: str, *, once: str) -> tuple[int, str, str]:
     return child.returncode, out, err
 
 
+def _marked(out: str, marks: tuple[str, ...]) -> list[str]:
+    """The lines of a child's stdout that are its stub's step marks (not its log lines)."""
+    return [line for line in out.splitlines() if line in marks]
+
+
 _SIGNALS_DURING_STOP_CHILD = """
 import os, signal, time
 from controller.daemon import ControllerDaemon
@@ -255,11 +260,7 @@ def test_a_stop_signal_during_a_blocked_start_abandons_it() -> None:
     RuntimeError that start's ``except Exception`` swallowed, and the start carried on."""
     returncode, out, err = _sigterm_child(_STOP_DURING_START_CHILD, once="starting")
     assert returncode == 0, err
-    steps = [
-        line
-        for line in out.splitlines()
-        if line in ("swallowed", "started", "aborted", "stop called", "returned")
-    ]
+    steps = _marked(out, ("swallowed", "started", "aborted", "stop called", "returned"))
     assert steps == ["aborted", "returned"]
     assert out.count("closed again") >= 5  # the session closed again while waiting
     assert "stop requested while starting" in out
@@ -302,8 +303,7 @@ def test_an_abandoned_start_that_returns_is_cleaned_up_after_it() -> None:
     of what never started) is not called."""
     returncode, out, err = _sigterm_child(_STOP_DURING_START_ABORTABLE_CHILD, once="starting")
     assert returncode == 0, err
-    marks = ("aborted", "start sees the session closed", "stop called", "returned")
-    steps = [line for line in out.splitlines() if line in marks]
+    steps = _marked(out, ("aborted", "start sees the session closed", "stop called", "returned"))
     assert steps == ["aborted", "start sees the session closed", "aborted", "returned"]
     assert "the abandoned start has not returned" not in out
 
