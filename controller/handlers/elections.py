@@ -416,7 +416,8 @@ class LeaderElections:
                 broker=broker,
                 ratio=round(imbalance.ratio, 4),
                 threshold_percentage=percentage,
-                candidates=[str(tp) for tp in candidates],
+                candidates=len(candidates),
+                partitions=log_sample(candidates),
             )
             outcome = self.on_replica_election(
                 candidates, ElectionType.PREFERRED, ElectionTrigger.AUTO_TRIGGERED

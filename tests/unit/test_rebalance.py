@@ -9,6 +9,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 
 from controller.channel.sender import RequestKind
 from controller.core.events import AutoPreferredReplicaLeaderElection
@@ -21,6 +22,7 @@ from controller.core.rebalance import (
     rebalance_candidates,
 )
 from controller.handlers.elections import AUTO_REBALANCE_TASK
+from controller.logs import LOG_SAMPLE_SIZE
 from tests.harness import ControllerHarness
 
 EPOCH = 50
@@ -168,6 +170,21 @@ def test_two_of_ten_led_elsewhere_are_moved_back(h: ControllerHarness) -> None:
     assert {r.broker_id for r in h.channel.requests(kind=RequestKind.LEADER_AND_ISR)} == {1, 2}
     # Auto-triggered: the admin znode is never touched.
     assert h.read("/admin/preferred_replica_election") is None
+
+
+def test_the_imbalance_log_line_names_a_sample_of_the_candidates(h: ControllerHarness) -> None:
+    """One line per broker per check: a broker with thousands of misplaced leaders must not
+    write thousands of partition names every check interval."""
+    h.create_topic("t", {p: [1, 2] for p in range(30)})
+    for p in range(30):
+        h.set_leadership(t(p), 2, [1, 2], controller_epoch=EPOCH)
+        h.ctx.put_partition_state(t(p), PartitionState.OnlinePartition)
+    with capture_logs() as logs:
+        run_check(h)
+    [line] = [e for e in logs if e["event"].startswith("leader imbalance above the threshold")]
+    assert line["candidates"] == 30
+    assert line["partitions"] == [str(t(p)) for p in range(LOG_SAMPLE_SIZE)]
+    assert all(state == 1 for state in zk_leaders(h).values())
 
 
 def test_only_partitions_whose_preferred_replica_is_in_the_isr_are_elected(
