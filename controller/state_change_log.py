@@ -30,7 +30,9 @@ below, in this order.
 
 Cost matters: a failover moves 100K partitions through here. Lines are built with one
 f-string (no dict, no ``json.dumps`` of a whole record), kept in memory and written in large
-chunks; the event thread calls ``flush()`` at the end of each event.
+chunks: the state machines call ``write_pending()`` once their ZooKeeper writes are done,
+before brokers are told (so a crash later in a long event loses no line of a change already
+made), and the event thread calls ``flush()`` at the end of each event.
 """
 
 from __future__ import annotations
@@ -122,6 +124,7 @@ class StateChangeRecorder(Protocol):
         to_state: State,
     ) -> None: ...  # fmt: skip
     def controller(self, to_state: str, *, error: str | None = None) -> None: ...
+    def write_pending(self) -> None: ...
     def flush(self) -> None: ...
     def reopen(self) -> None: ...
     def close(self) -> None: ...
@@ -373,6 +376,11 @@ class StateChangeLog:
             self._failed()
             log.error("state-change log write failed", error=str(exc), lines_lost=len(lines))
 
+    def write_pending(self) -> None:
+        """Write the lines recorded so far to the OS, mid-event (no rotation, so an event's
+        lines stay in one file): a process killed later in the event still leaves them."""
+        self._write_buffer()
+
     def flush(self) -> None:
         """Write everything recorded so far to the OS (end of each event)."""
         with self._lock:
@@ -468,6 +476,9 @@ class NullStateChangeLog:
         pass
 
     def controller(self, to_state: str, *, error: str | None = None) -> None:
+        pass
+
+    def write_pending(self) -> None:
         pass
 
     def flush(self) -> None:

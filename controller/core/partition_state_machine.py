@@ -128,6 +128,8 @@ class PartitionStateMachine:
         self.batch.new_batch()
         try:
             results = self._do_handle_state_changes(partitions, target, strategy)
+            # The changes are in ZooKeeper: their lines go out before brokers hear of them.
+            self.ctl.state_change_log.write_pending()
             self.batch.send_requests_to_brokers(self._ctx.epoch)
             return results
         except ControllerMovedError:

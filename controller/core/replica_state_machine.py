@@ -106,6 +106,8 @@ class ReplicaStateMachine:
         try:
             for broker_id in sorted(by_broker):
                 self._do_handle_state_changes(broker_id, sorted(by_broker[broker_id]), target)
+            # The changes are in ZooKeeper: their lines go out before brokers hear of them.
+            self.ctl.state_change_log.write_pending()
             self.batch.send_requests_to_brokers(self._ctx.epoch)
         except ControllerMovedError:
             self.batch.clear()

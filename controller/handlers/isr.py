@@ -60,6 +60,7 @@ def refresh_isr_cache(ctl: Controller, partitions: list[TopicPartition]) -> None
         ctl.state_change_log.partition(
             tp, state, state, leader=after.leader, leader_epoch=after.leader_epoch, isr=after.isr
         )
+    ctl.state_change_log.write_pending()  # the changes are in ZooKeeper already
 
 
 @dataclass(slots=True)

@@ -4,6 +4,7 @@ offline by a new controller."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from controller.api.v1.controller_pb2 import (
@@ -12,6 +13,7 @@ from controller.api.v1.controller_pb2 import (
     AlterPartitionTopicData,
     BrokerState,
 )
+from controller.channel.sender import OutboundRequest, RequestKind
 from controller.core.events import AlterPartitionReceived
 from controller.core.model import LeaderIsrAndControllerEpoch, TopicPartition
 from controller.zk import codecs, paths
@@ -127,3 +129,52 @@ def test_a_leaderless_partition_of_a_topic_being_deleted_is_not_recorded_offline
     assert new.controller.is_active and new.ctx.is_topic_queued_up_for_deletion("t")
     assert new.state_changes("partition", from_state="NonExistentPartition",
                              to_state="OfflinePartition") == []  # fmt: skip
+
+
+def _log_written_at_each_send(h: ControllerHarness) -> list[tuple[RequestKind, str]]:
+    """From now on, what the state-change log has written out (no flush) at each send."""
+    written: list[tuple[RequestKind, str]] = []
+    send = h.channel.send
+
+    def observed_send(broker_id: int, request: OutboundRequest, callback: object = None) -> None:
+        written.append((request.kind, h.scl_stream.getvalue()))
+        send(broker_id, request, callback)  # type: ignore[arg-type]
+
+    h.channel.send = observed_send  # type: ignore[method-assign]
+    return written
+
+
+def test_a_change_is_written_out_before_brokers_are_told_of_it() -> None:
+    # The end of the event is too late: a controller killed later in a long event (a big
+    # failover, a slow ZooKeeper) would leave ZooKeeper changed and the log without the
+    # change, and the analytics and the chaos checker read the log as the history.
+    h = ControllerHarness(controller_id=1, flags={"auto.leader.rebalance.enable": "false"})
+    for b in (1, 2):
+        h.register_broker(b)
+    h.create_topic("t", {p: [1, 2] for p in range(3)}, in_context=False)
+    h.start()
+    assert {h.ctx.partition_leader_and_isr(TopicPartition("t", p)).leader for p in range(3)} == {1}
+    written_at_send = _log_written_at_each_send(h)
+    h.kill_broker(1)
+    h.drain()
+    written = next(text for kind, text in written_at_send if kind is RequestKind.LEADER_AND_ISR)
+    elections = [
+        r for r in map(json.loads, written.splitlines())
+        if r["event"] == "BrokerChange" and r["election"] == "offline"
+    ]  # fmt: skip
+    assert sorted((r["partition"], r["leader"], r["isr"]) for r in elections) == [
+        (p, 2, [2]) for p in range(3)
+    ]
+
+
+def test_an_isr_change_is_written_out_before_brokers_are_told_of_it() -> None:
+    h = ControllerHarness(controller_id=1, flags={"auto.leader.rebalance.enable": "false"})
+    for b in (1, 2, 3):
+        h.register_broker(b)
+    h.create_topic("t", {0: [1, 2, 3]}, in_context=False)
+    h.start()
+    written_at_send = _log_written_at_each_send(h)
+    _alter_isr(h, [1, 2])
+    written = next(text for kind, text in written_at_send if kind is RequestKind.UPDATE_METADATA)
+    last = json.loads(written.splitlines()[-1])
+    assert (last["event"], last["topic"], last["isr"]) == ("AlterPartitionReceived", "t", [1, 2])
