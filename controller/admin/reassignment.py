@@ -316,8 +316,17 @@ def check_brokers_registered(port: ZkPort, brokers: Iterable[int]) -> None:
 def validate_plan(
     port: ZkPort, plan: Mapping[TopicPartition, Sequence[int]]
 ) -> dict[TopicPartition, ReplicaAssignment]:
-    """Existing partitions and registered brokers; returns the current assignments."""
+    """Existing partitions of topics not marked for deletion, and registered brokers;
+    returns the current assignments. The controller would refuse a partition of a topic
+    being deleted (UNKNOWN_TOPIC_OR_PARTITION) after starting the rest of the plan."""
     current = current_assignments(port, plan)
+    going = sorted(
+        str(tp) for tp in current if port.exists(paths.delete_topic_path(tp.topic)) is not None
+    )
+    if going:
+        raise UnknownPartitionError(
+            f"partition(s) of topics marked for deletion cannot be reassigned: {', '.join(going)}"
+        )
     check_brokers_registered(port, {b for replicas in plan.values() for b in replicas})
     return current
 

@@ -218,6 +218,19 @@ def test_validate_plan(zk: MemoryZkSession) -> None:
         plans.validate_plan(zk, {tp("foo", 0): (4, 1, 3)})
 
 
+def test_validate_plan_refuses_partitions_of_a_topic_being_deleted(zk: MemoryZkSession) -> None:
+    # Refused before anything is submitted: the controller would start the rest of the plan
+    # and answer UNKNOWN_TOPIC_OR_PARTITION for these only.
+    register(zk, 1)
+    register(zk, 2)
+    topic(zk, "foo", {0: [1], 1: [2]})
+    topic(zk, "bar", {0: [1]})
+    zk.create(paths.delete_topic_path("foo"), b"", makepath=True)
+    with pytest.raises(plans.UnknownPartitionError, match=r"marked for deletion .*: foo-0, foo-1$"):
+        plans.validate_plan(zk, {tp("bar", 0): (2,), tp("foo", 1): (1,), tp("foo", 0): (2,)})
+    assert plans.validate_plan(zk, {tp("bar", 0): (2,)}) == {tp("bar", 0): ReplicaAssignment((1,))}
+
+
 def test_legacy_znode_is_created_once(zk: MemoryZkSession) -> None:
     plan = {tp("foo", 1): (2, 1), tp("foo", 0): (1,)}
     plans.write_reassignment_znode(zk, plan)
