@@ -173,6 +173,8 @@ class ControllerElection:
             ctl.state_change_log.set_epoch(epoch)
             bind_controller_context(ctl.controller_id, epoch)
             ctl.state_change_log.controller("elected")
+            # The epoch is taken; loading the context may take long enough to be OOM-killed.
+            ctl.state_change_log.write_pending()
             if ctl.metrics is not None:
                 ctl.metrics.inc_failovers()
             log.info(

@@ -178,3 +178,23 @@ def test_an_isr_change_is_written_out_before_brokers_are_told_of_it() -> None:
     written = next(text for kind, text in written_at_send if kind is RequestKind.UPDATE_METADATA)
     last = json.loads(written.splitlines()[-1])
     assert (last["event"], last["topic"], last["isr"]) == ("AlterPartitionReceived", "t", [1, 2])
+
+
+def test_a_new_controller_writes_out_its_election_before_loading_the_cluster() -> None:
+    # The epoch is taken in ZooKeeper; a controller killed while loading a big cluster must
+    # still leave its epoch in the log (the analytics count tenures from these lines).
+    h = ControllerHarness(controller_id=1)
+    h.register_broker(1)
+    h.create_topic("t", {0: [1]}, in_context=False)
+    written_at_load: list[str] = []
+    h.port.before(
+        "get_children",
+        lambda: written_at_load.append(h.scl_stream.getvalue()),
+        when=lambda path, *a: path == paths.BROKERS_TOPICS,
+    )
+    h.start()
+    assert h.controller.is_active and written_at_load
+    [elected] = map(json.loads, written_at_load[0].splitlines())
+    assert (elected["kind"], elected["to_state"], elected["controller_epoch"]) == (
+        "controller", "elected", h.ctx.epoch
+    )
