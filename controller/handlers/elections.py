@@ -188,7 +188,10 @@ class LeaderElections:
                     f"Partition {tp} has no leader and ISR state yet (no state znode)",
                 )
             elif self._leader_already_valid(tp, election_type):
-                results[tp] = ApiError(Errors.ELECTION_NOT_NEEDED)
+                # Kafka's ApiError(ELECTION_NOT_NEEDED) carries the code's default message.
+                results[tp] = ApiError(
+                    Errors.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
+                )
             else:
                 electable.add(tp)
         if unknown:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.api.errors import ApiError
+from controller.api.errors import ApiError, Errors
 from controller.config import load_config
 from controller.core.events import (
     AutoPreferredReplicaLeaderElection,
@@ -106,6 +106,17 @@ def test_unclean_is_not_needed_while_the_leader_is_alive(h: ControllerHarness) -
     }
     h.set_live_brokers([1, 2], shutting_down=[1])  # a shutting-down leader is not "alive"
     assert admin_election(h, ElectionType.UNCLEAN, tp("t", 0)) == {tp("t", 0): 2}
+
+
+def test_election_not_needed_says_so_in_kafka_words(h: ControllerHarness) -> None:
+    online(h, "t", {0: ([1, 2], 1)})
+    event = ReplicaLeaderElection(
+        partitions=frozenset({tp("t", 0)}), election_type=ElectionType.PREFERRED, trigger=ADMIN
+    )
+    h.process(event)
+    [result] = event.reply.result(0).values()
+    assert isinstance(result, ApiError) and result.error is Errors.ELECTION_NOT_NEEDED
+    assert str(result) == "Leader election not needed for topic partition."
 
 
 def test_inactive_controller_answers_not_controller(h: ControllerHarness) -> None:
