@@ -194,6 +194,9 @@ class ReassignmentZnodes:
     # -- the legacy ISR watch ------------------------------------------------------------
 
     def _watch_isr(self, tp: TopicPartition) -> None:
+        # Kafka arms this only below inter-broker protocol 2.7-IV2; there is no such version
+        # here, and a broker may still write the state znode itself (the
+        # /isr_change_notification path), so it is always armed: one extra read per write.
         path = paths.partition_state_path(tp.topic, tp.partition)
         put = self.ctl.put
         self.ctl.gateway.register_change_handler(
