@@ -14,7 +14,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from controller.zk import codecs, paths
-from controller.zk.errors import BadVersionError, NodeExistsError, NoNodeError, ZkError
+from controller.zk.errors import (
+    BadVersionError,
+    MalformedZnodeError,
+    NodeExistsError,
+    NoNodeError,
+    ZkError,
+)
 from controller.zk.port import Create, SetData
 
 if TYPE_CHECKING:
@@ -72,7 +78,16 @@ class ClusterZnodes:
         got = self.get_data(paths.LATEST_PRODUCER_ID_BLOCK, watch=False)
         if got is None:
             return None, ABSENT
-        return codecs.decode_producer_id_block(got[0]), got[1]
+        data, version, _czxid = got
+        if not data and version > 0:
+            # Created empty, it means "none yet"; emptied after a block was written, starting
+            # over at 0 would hand out producer ids already in use (Kafka fails to parse it).
+            raise MalformedZnodeError(
+                paths.LATEST_PRODUCER_ID_BLOCK,
+                f"empty at version {version}, after a block was allocated: the last block is "
+                "lost, so no block is safe to hand out",
+            )
+        return codecs.decode_producer_id_block(data), version
 
     def write_producer_id_block(
         self, block: codecs.ProducerIdBlock, expected_version: int, epoch_zk_version: int

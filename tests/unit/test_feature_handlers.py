@@ -377,6 +377,18 @@ def test_an_unreadable_block_stops_allocation_and_is_not_overwritten(h: Controll
     assert h.controller.is_active
 
 
+def test_a_block_znode_emptied_after_an_allocation_stops_allocation(h: ControllerHarness) -> None:
+    # Only a never-written znode (version 0) means "no block yet": starting over at 0 after
+    # someone blanked it would hand out ids producers already hold.
+    b1 = h.register_broker(1)
+    h.start()
+    assert allocate(h, 1, b1.epoch) == (1, 0, 999)
+    h.admin.set(paths.LATEST_PRODUCER_ID_BLOCK, b"")
+    assert allocate(h, 1, b1.epoch) == "UNKNOWN_SERVER_ERROR"
+    assert h.read(paths.LATEST_PRODUCER_ID_BLOCK) == b""
+    assert h.controller.is_active
+
+
 def test_a_block_kafkas_zookeeper_migration_wrote_is_followed(h: ControllerHarness) -> None:
     # Kafka's ZkMigrationClient writes broker -1; Kafka's reader takes any int. It used to
     # stop allocation (UNKNOWN_SERVER_ERROR) until the znode was edited by hand.
