@@ -71,10 +71,18 @@ def register(subparsers: Any) -> None:
             help="a feature to " + op + "; repeat for several",
         )
         if op != "upgrade":
+            # Kafka's ZooKeeper-mode controller takes UNSAFE_DOWNGRADE only to delete a
+            # feature; only KRaft downgrades a level unsafely.
             parser.add_argument(
                 "--unsafe",
                 action="store_true",
-                help="allow a downgrade that may lose metadata (Kafka's UNSAFE_DOWNGRADE)",
+                help="send Kafka's UNSAFE_DOWNGRADE: "
+                + (
+                    "refused for a level downgrade by a ZooKeeper-mode controller (this "
+                    "one, as Kafka's); downgrade without it"
+                    if op == "downgrade"
+                    else "accepted, as a plain disable is"
+                ),
             )
         parser.add_argument("--dry-run", action="store_true", help="validate only; change nothing")
         add_admin_timeout_argument(parser)
