@@ -296,6 +296,51 @@ def test_a_deletion_a_reassignment_held_back_is_no_outage(spark, tmp_path: Path)
     assert {r.offline_windows for r in a["partition_churn_daily"].collect()} == {0}
 
 
+def test_a_deletion_resumed_by_a_new_controller_or_a_broker_return_is_no_outage(
+    spark, tmp_path: Path
+) -> None:
+    """Found on a chaos run's real logs: a new controller resumes a deletion requested during
+    the failover (under Reelect), a broker's return lets a held-back one go ahead (under
+    BrokerChange). Online -> Offline -> NonExistent is the topic going away under any event;
+    a re-sent copy of the Offline line between them changes nothing. A real outage under the
+    same event, and a topic deleted while offline, keep theirs."""
+    log = Log()
+    for topic in ("a", "b", "c", "real"):
+        log.create(0, topic, 0, [1, 2])
+    log.new_controller(100, controller_id=2)
+    offline_a = log.part(110, "a", 0, "OnlinePartition", "OfflinePartition", None, None, None,
+                         "Reelect", None)
+    log.lines.append(offline_a)  # a re-sent copy
+    log.part(110, "a", 0, "OfflinePartition", "NonExistentPartition", None, None, None,
+             "Reelect", None)
+    for p_ in (1, 2):
+        log.replica(110, "a", 0, p_, "OnlineReplica", "OfflineReplica", -1, [], "Reelect")
+        log.replica(110, "a", 0, p_, "OfflineReplica", "ReplicaDeletionStarted", -1, [],
+                    "Reelect")
+    log.offline(200, "real", 0, [1])
+    log.part(200, "b", 0, "OnlinePartition", "OfflinePartition", None, None, None,
+             "BrokerChange", None)
+    log.part(200, "b", 0, "OfflinePartition", "NonExistentPartition", None, None, None,
+             "BrokerChange", None)
+    log.offline(250, "c", 0, [1])  # a real outage, then the topic deleted while offline
+    log.part(300, "c", 0, "OfflinePartition", "OfflinePartition", None, None, None,
+             "BrokerChange", None)
+    log.part(300, "c", 0, "OfflinePartition", "NonExistentPartition", None, None, None,
+             "BrokerChange", None)
+    log.online(400, "real", 0, leader=1, isr=[1])
+    a = analyze_lines(spark, tmp_path, log.lines)
+    windows = a["unavailability_windows"].collect()
+    assert sorted((w.topic, w.duration_s, w.end_reason) for w in windows) == [
+        ("c", 50.0, "deleted"), ("real", 200.0, "recovered")
+    ]
+    summary = {r.topic: r for r in a["availability_summary"].collect()}
+    assert (summary["a"].offline_partition_s, summary["b"].offline_partition_s) == (0.0, 0.0)
+    assert (summary["a"].deleted_while_offline, summary["c"].deleted_while_offline) == (0, 1)
+    # The deletion's replica steps under Reelect are no broker going down.
+    assert [(r.broker, r.down_events) for r in a["broker_churn_daily"].collect()
+            if r.down_events] == []  # fmt: skip
+
+
 def test_hourly_and_daily_availability_across_boundaries(spark, tmp_path: Path) -> None:
     from pyspark.testing import assertDataFrameEqual
 

@@ -245,6 +245,33 @@ def test_a_resignation_logged_after_the_successor_took_over_is_a_lost_session(
     assert _gaps(a) == [(5, 6, 19.0, "session_lost", 1)]
 
 
+def test_a_lost_session_is_never_dated_before_its_controller_was_ready(
+    spark, tmp_path: Path
+) -> None:
+    """Found on a chaos run's real logs: a session ended at once (not timed out) 5 s after
+    the controller became ready; its successor was elected at once and the old controller
+    resigned 64 ms later. One session timeout (18 s) back from the election is before the
+    old controller's own election, overlapping the previous gap: the gap starts at its
+    ready (10 s), not at -3 s, and runs to the successor's ready (16 s)."""
+    log = Log(controller_id=1, epoch=5)
+    log.controller(0, "elected")
+    log.controller(1, "ready", "elected")
+    log.create(2, "t", 0, [1, 2])
+    log.new_controller(9, controller_id=2, ready_after=1.0)  # epoch 6, ready at 10 s
+    log.new_controller(15, controller_id=3, ready_after=1.0)  # epoch 7, ready at 16 s
+    late = Log(controller_id=2, epoch=6)
+    late.seq = 10
+    late.controller(15.064, "resigned", "ready")
+    log.controller(100, "ready", "ready")  # a last record: the period runs to 100 s
+    a = analyze_lines(spark, tmp_path, log.lines + late.lines)
+    gaps = {g.from_epoch: g for g in a["controller_gaps"].collect()}
+    assert (gaps[6].cause, gaps[6].gap_start.timestamp(), round(gaps[6].gap_s, 3)) == (
+        "session_lost", at(10).timestamp(), 6.0
+    )
+    assert not gaps[6].started_before_period
+    assert gaps[6].gap_start >= gaps[5].gap_end  # gaps do not overlap
+
+
 def test_a_controller_that_resumed_its_epoch_did_not_end_at_its_first_resignation(
     spark, tmp_path: Path
 ) -> None:

@@ -106,7 +106,10 @@ def emit(bounds: Bounds) -> list[Column]:
             & c("to_state").isin(S.OFFLINE_REPLICA, S.ONLINE_REPLICA)
             # A failover's records count too: a broker that died with the old controller is
             # first seen down there (a broker long down is not counted twice: see below).
-            & c("event").isin(S.EV_BROKER_CHANGE, S.EV_CONTROLLED_SHUTDOWN, *S.EV_FAILOVER),
+            & c("event").isin(S.EV_BROKER_CHANGE, S.EV_CONTROLLED_SHUTDOWN, *S.EV_FAILOVER)
+            # A deletion's replica steps (a new controller resuming one, a broker's return
+            # letting one go ahead) are the topic going away, not its brokers.
+            & ~c("replica_going"),
             broker=c("replica"), second=F.floor(us / 1_000_000),
             net_offline=F.when(c("to_state") == S.OFFLINE_REPLICA, 1).otherwise(-1),
             offline=flag(c("to_state") == S.OFFLINE_REPLICA),

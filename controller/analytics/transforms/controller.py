@@ -176,7 +176,7 @@ def failover_gaps(
     crash (no resignation, nothing logged after that election) is taken to be one session
     timeout before the election, but never before its last record; a controller that went on
     logging, or resigned, after its successor was elected had lost its session unnoticed
-    (``session_lost``): one session timeout before the election.
+    (``session_lost``): one session timeout before the election, but not before it was ready.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -201,15 +201,20 @@ def failover_gaps(
         F.lag("resigned_ts").over(w).alias("_resigned_ts"),
         F.lag("last_seen_ts").over(w).alias("_last_seen_ts"),
         F.lag("_next_elected").over(w).alias("_succ_elected"),
+        F.lag(F.coalesce("ready_ts", "_elected")).over(w).alias("_from_working"),
     ).where(c("from_epoch").isNotNull())
     succ = F.coalesce(c("_succ_elected"), c("_elected"))  # the first election after it
     before_succ = F.timestamp_micros(F.unix_micros(succ) - int(session_timeout_s * 1_000_000))
     resigned_first = c("_resigned_ts").isNotNull() & (c("_resigned_ts") <= succ)
     crashed = ~resigned_first & (c("_last_seen_ts") <= succ)
+    # A lost session is dated one timeout before the election, but never before the old
+    # controller was working (ready): a controller whose session was ended at once (not timed
+    # out) is elected-after within milliseconds, and one timeout back may be before its own
+    # election, overlapping the previous gap.
     gap_start = (
         F.when(resigned_first, c("_resigned_ts"))
         .when(crashed, F.greatest(c("_last_seen_ts"), before_succ))
-        .otherwise(before_succ)
+        .otherwise(F.greatest(before_succ, F.least(c("_from_working"), succ)))
     )
     cause = (
         F.when(resigned_first, F.lit("resigned"))

@@ -124,7 +124,11 @@ def timeline(records: DataFrame) -> DataFrame:
       and ``isr_added`` (null unless a usable record changed the ISR);
     - election records only: ``isr_before`` and ``isr`` (null unless usable and not empty);
     - replica records: ``went_offline``, a replica up until then taken OfflineReplica (not
-      one already offline moved there again, and not its topic's deletion).
+      one already offline moved there again, and not its topic's deletion), and
+      ``replica_going``, a step of its topic's deletion.
+
+    An OfflinePartition step followed at once by the partition's NonExistentPartition step is
+    its topic's deletion (phase DELETING, as under the events of ``phase_after``).
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -170,10 +174,24 @@ def timeline(records: DataFrame) -> DataFrame:
     dup = c("usable") & F.coalesce(
         F.lag(c("usable")).over(w) & (F.lag(rid).over(w) == rid), F.lit(False)
     )
-    narrow = narrow.select("*", dup.alias("dup"))
+    # The partition's next record, past copies of this one: the deletion of a topic takes its
+    # partitions OfflinePartition, then at once NonExistentPartition, under whatever event
+    # let the deletion go ahead (a new controller resuming it, a broker's return), and that
+    # Offline step is the topic going away, not an outage.
+    def gone_at(offset: int) -> Column:
+        return (F.lead("kind", offset).over(w) == S.KIND_PARTITION) & (
+            F.lead("to_state", offset).over(w) == S.NON_EXISTENT_PARTITION
+        )
+
+    next_gone = F.when(F.lead(rid).over(w) == rid, gone_at(2)).otherwise(gone_at(1))
+    narrow = narrow.select("*", dup.alias("dup"), next_gone.alias("_next_gone"))
     counted = c("usable") & ~c("dup")
-    live_part = counted & c("_phase").isNotNull()
-    phase = c("_phase")
+    phase = F.when(
+        (c("_phase") == OFFLINE) & (c("to_state") == S.OFFLINE_PARTITION)
+        & F.coalesce(c("_next_gone"), F.lit(False)),
+        F.lit(DELETING).cast("tinyint"),
+    ).otherwise(c("_phase"))
+    live_part = counted & phase.isNotNull()
     lead_now = F.when(phase == ONLINE, c("leader")).otherwise(F.lit(S.NO_LEADER))
 
     def carried(value: Column) -> Column:
@@ -234,5 +252,6 @@ def timeline(records: DataFrame) -> DataFrame:
             (c("to_state") == S.OFFLINE_REPLICA) & c("_phase_from").isNull()
             & ~F.coalesce(going, F.lit(False)),
         ).alias("went_offline"),
+        F.when(~is_part, F.coalesce(going, F.lit(False))).alias("replica_going"),
         *[c("_bad").getField(name).alias(name) for name in ("bad_reason", "raw", "source_file")],
     ).withColumnRenamed("_lb", "lead_before")
