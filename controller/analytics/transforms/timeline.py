@@ -178,10 +178,10 @@ def timeline(records: DataFrame) -> DataFrame:
     # partitions OfflinePartition, then at once NonExistentPartition, under whatever event
     # let the deletion go ahead (a new controller resuming it, a broker's return), and that
     # Offline step is the topic going away, not an outage.
+    # (``_phase`` is ABSENT only on a partition's NonExistentPartition step: one small value
+    # to look ahead at, not two strings.)
     def gone_at(offset: int) -> Column:
-        return (F.lead("kind", offset).over(w) == S.KIND_PARTITION) & (
-            F.lead("to_state", offset).over(w) == S.NON_EXISTENT_PARTITION
-        )
+        return F.lead("_phase", offset).over(w) == ABSENT
 
     next_gone = F.when(F.lead(rid).over(w) == rid, gone_at(2)).otherwise(gone_at(1))
     narrow = narrow.select("*", dup.alias("dup"), next_gone.alias("_next_gone"))
