@@ -43,12 +43,18 @@ def _alter_isr(h: ControllerHarness, isr: list[int]) -> None:
     assert [p.error_code for t in event.reply.result(0).topics for p in t.partitions] == [0]
 
 
-def test_isr_changes_made_by_the_leader_are_recorded() -> None:
+def _started_with_t_on_three_brokers() -> ControllerHarness:
+    """An active controller, brokers 1-3, and topic t with partition 0 on all three."""
     h = ControllerHarness(controller_id=1, flags={"auto.leader.rebalance.enable": "false"})
     for b in (1, 2, 3):
         h.register_broker(b)
     h.create_topic("t", {0: [1, 2, 3]}, in_context=False)
     h.start()
+    return h
+
+
+def test_isr_changes_made_by_the_leader_are_recorded() -> None:
+    h = _started_with_t_on_three_brokers()
     before = len(h.state_changes("partition", topic="t"))
     for _ in range(2):
         _alter_isr(h, [1, 2])
@@ -168,11 +174,7 @@ def test_a_change_is_written_out_before_brokers_are_told_of_it() -> None:
 
 
 def test_an_isr_change_is_written_out_before_brokers_are_told_of_it() -> None:
-    h = ControllerHarness(controller_id=1, flags={"auto.leader.rebalance.enable": "false"})
-    for b in (1, 2, 3):
-        h.register_broker(b)
-    h.create_topic("t", {0: [1, 2, 3]}, in_context=False)
-    h.start()
+    h = _started_with_t_on_three_brokers()
     written_at_send = _log_written_at_each_send(h)
     _alter_isr(h, [1, 2])
     written = next(text for kind, text in written_at_send if kind is RequestKind.UPDATE_METADATA)
