@@ -150,6 +150,8 @@ class KazooPort(WatchedReads, KazooWrites):
         self._multiread_in_flight = multiread_in_flight
         self._listeners: list[SessionListener] = []
         self._stopped_while_starting = False  # stop() from another thread ends start()'s wait
+        # kazoo replaces AUTH_FAILED with CLOSED within microseconds: remembered when seen.
+        self._auth_rejected = False
         self._listeners_lock = threading.Lock()
         self._generation = 0  # +1 on every LOST: a call must not span two sessions
         self._client = KazooClient(
@@ -195,6 +197,7 @@ class KazooPort(WatchedReads, KazooWrites):
         clean-up erases the AUTH_FAILED state that would tell the two apart).
         """
         self._stopped_while_starting = False
+        self._auth_rejected = False
         live = self._client.start_async()
         deadline = time.monotonic() + timeout
         while not live.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
@@ -216,7 +219,7 @@ class KazooPort(WatchedReads, KazooWrites):
             self._check_authentication()
 
     def _auth_failed(self) -> bool:
-        return self._client.client_state == KeeperState.AUTH_FAILED
+        return self._auth_rejected or self._client.client_state == KeeperState.AUTH_FAILED
 
     def _check_authentication(self) -> None:
         """kazoo reports CONNECTED before SASL completes, and a failed SASL login closes the
@@ -294,6 +297,10 @@ class KazooPort(WatchedReads, KazooWrites):
         if ours is SessionState.SUSPENDED:
             self._keeper.connection_lost()
         elif ours is SessionState.LOST:
+            # Read here, in kazoo's AUTH_FAILED callback: its connection loop closes the
+            # client right after, and a poll of the state would find CLOSED.
+            if self._client.client_state == KeeperState.AUTH_FAILED:
+                self._auth_rejected = True
             self._session_id = None
             self._generation += 1
             self._keeper.session_lost()

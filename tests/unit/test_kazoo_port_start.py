@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
-from kazoo.protocol.states import KeeperState
+from kazoo.protocol.states import KazooState, KeeperState
 
 from controller.zk import errors
 from controller.zk.kazoo_port import KazooPort
@@ -22,12 +23,14 @@ from controller.zk.kazoo_port import KazooPort
 class _ScriptedClient:
     """Replays one connection attempt: whether the session came up, then the final state."""
 
-    def __init__(self, goes_live: bool, final_state: str) -> None:
+    def __init__(self, goes_live: bool, final_state: str, closes: bool = False) -> None:
         self._live = threading.Event()
         self._goes_live = goes_live
         self._final_state = final_state
+        self._closes = closes
         self.client_state = KeeperState.CONNECTING
         self.stopped = False
+        self.listener: Callable[[str], None] | None = None
 
     def start_async(self) -> threading.Event:
         if self._goes_live:
@@ -35,6 +38,11 @@ class _ScriptedClient:
         self.client_state = self._final_state
         if self._final_state == KeeperState.AUTH_FAILED:
             self._live.clear()  # kazoo's session callback drops the session as it fails
+            if self.listener is not None:
+                self.listener(KazooState.LOST)  # from inside that callback, as kazoo does
+            if self._closes:
+                # kazoo's connection loop ends right after, and its clean-up reports CLOSED.
+                self.client_state = KeeperState.CLOSED
         return self._live
 
     @property
@@ -52,12 +60,23 @@ class _ScriptedClient:
 def _port_with(client: _ScriptedClient) -> KazooPort:
     port = KazooPort("127.0.0.1:1", session_timeout=4)
     port._client = client  # type: ignore[assignment]
+    client.listener = port._on_state
     return port
 
 
 @pytest.mark.parametrize("goes_live", [False, True], ids=["before-live", "after-live"])
 def test_auth_failed_is_no_auth_error_whichever_order(goes_live: bool) -> None:
     client = _ScriptedClient(goes_live, KeeperState.AUTH_FAILED)
+    with pytest.raises(errors.NoAuthError, match="rejected this client's authentication"):
+        _port_with(client).start(timeout=5)
+    assert client.stopped
+
+
+@pytest.mark.parametrize("goes_live", [False, True], ids=["before-live", "after-live"])
+def test_auth_failed_is_no_auth_error_though_kazoo_closes_at_once(goes_live: bool) -> None:
+    # CI saw this as "no ZooKeeper session within 10s": by the time start() looked, kazoo
+    # had replaced AUTH_FAILED with CLOSED.
+    client = _ScriptedClient(goes_live, KeeperState.AUTH_FAILED, closes=True)
     with pytest.raises(errors.NoAuthError, match="rejected this client's authentication"):
         _port_with(client).start(timeout=5)
     assert client.stopped
