@@ -320,9 +320,10 @@ def validate_plan(
     returns the current assignments. The controller would refuse a partition of a topic
     being deleted (UNKNOWN_TOPIC_OR_PARTITION) after starting the rest of the plan."""
     current = current_assignments(port, plan)
-    going = sorted(
-        str(tp) for tp in current if port.exists(paths.delete_topic_path(tp.topic)) is not None
-    )
+    # One lookup per topic, not per partition: a plan can name thousands of partitions.
+    topics = {tp.topic for tp in current}
+    deleting = {t for t in topics if port.exists(paths.delete_topic_path(t)) is not None}
+    going = sorted(str(tp) for tp in current if tp.topic in deleting)
     if going:
         raise UnknownPartitionError(
             f"partition(s) of topics marked for deletion cannot be reassigned: {', '.join(going)}"

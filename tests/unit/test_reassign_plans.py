@@ -231,6 +231,29 @@ def test_validate_plan_refuses_partitions_of_a_topic_being_deleted(zk: MemoryZkS
     assert plans.validate_plan(zk, {tp("bar", 0): (2,)}) == {tp("bar", 0): ReplicaAssignment((1,))}
 
 
+def test_validate_plan_looks_up_deletion_once_per_topic(
+    zk: MemoryZkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A plan of thousands of partitions must not cost a ZooKeeper round trip per partition.
+    register(zk, 1)
+    topic(zk, "foo", {p: [1] for p in range(50)})
+    topic(zk, "bar", {0: [1]})
+    looked_up: Counter[str] = Counter()
+    real_exists = zk.exists
+
+    def counting_exists(path: str, *args: object, **kwargs: object) -> object:
+        if path.startswith(paths.DELETE_TOPICS):
+            looked_up[path] += 1
+        return real_exists(path, *args, **kwargs)
+
+    monkeypatch.setattr(zk, "exists", counting_exists)
+    plan = {tp("foo", p): (1,) for p in range(50)} | {tp("bar", 0): (1,)}
+    assert len(plans.validate_plan(zk, plan)) == 51
+    assert looked_up == Counter(
+        {paths.delete_topic_path("foo"): 1, paths.delete_topic_path("bar"): 1}
+    )
+
+
 def test_legacy_znode_is_created_once(zk: MemoryZkSession) -> None:
     plan = {tp("foo", 1): (2, 1), tp("foo", 0): (1,)}
     plans.write_reassignment_znode(zk, plan)
