@@ -133,6 +133,7 @@ class ConfigChanges:
         self._last_seen = -1
         # Notification name -> when this controller first saw it (for the purge).
         self._first_seen: dict[str, float] = {}
+        self._changes_czxid: int | None = None  # of /config/changes as last read
         ctl.election.add_failover_hook(self.start)
 
     def handlers(self) -> dict[type, Any]:
@@ -142,6 +143,7 @@ class ConfigChanges:
         """Failover: watch ``/config/changes`` and read every notification present."""
         self._last_seen = -1
         self._first_seen.clear()
+        self._changes_czxid = None
         self.ctl.gateway.register_child_handler(
             ZNodeChildChangeHandler(
                 paths.CONFIG_CHANGES, lambda: self.ctl.put(ConfigChangeNotification())
@@ -155,6 +157,13 @@ class ConfigChanges:
             # Left over from a previous term: drop the handler, so nothing re-arms the watch.
             ctl.gateway.unregister_child_handler(paths.CONFIG_CHANGES)
             return
+        czxid = ctl.gateway.get_config_changes_czxid()
+        if czxid != self._changes_czxid:
+            # Recreated (an operator's deleteall): its numbers start again at 0, and would
+            # all be taken for notifications already processed.
+            self._changes_czxid = czxid
+            self._last_seen = -1
+            self._first_seen.clear()
         children = ctl.gateway.get_children(paths.CONFIG_CHANGES)  # re-arms the watch
         numbered = sorted(
             (seq, name) for name in children if (seq := sequence_number(name)) is not None

@@ -119,11 +119,20 @@ class ZkGateway(AdminZnodes, ClusterZnodes, TopicZnodes):
     # -- generic reads -------------------------------------------------------------------
 
     def get_children(self, path: str, *, watch: bool = True) -> list[str]:
+        """Children of ``path`` ([] when absent). Arms a registered child watch.
+
+        A read of a missing node arms nothing in ZooKeeper, so ``exists`` arms a creation
+        watch that the handler hears as a child change: an operator's ``deleteall
+        /admin/delete_topics`` must not leave the controller deaf to its recreation until
+        the next failover (Kafka's client has this gap). Re-read if created in between.
+        """
         watcher = self.watches.child_watcher(path) if watch else None
-        try:
-            return self.port.get_children(path, watcher)
-        except NoNodeError:
-            return []
+        while True:
+            try:
+                return self.port.get_children(path, watcher)
+            except NoNodeError:
+                if watcher is None or self.port.exists(path, watcher) is None:
+                    return []
 
     def get_data(self, path: str, *, watch: bool = True) -> tuple[bytes, int, int] | None:
         """(data, zkVersion, czxid), or None when absent. Arms a registered data watch.

@@ -158,6 +158,12 @@ class AdminZnodes:
 
     # -- config change notifications (/config/changes) -----------------------------------
 
+    def get_config_changes_czxid(self) -> int | None:
+        """The czxid of ``/config/changes`` (None when absent): a new value means the node
+        was recreated and its sequence numbers started again at 0."""
+        stat = self.port.exists(paths.CONFIG_CHANGES)
+        return None if stat is None else stat.czxid
+
     def get_config_change_notifications(
         self, names: Iterable[str]
     ) -> list[tuple[str, tuple[str, str] | ZkError | MalformedZnodeError]]:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from controller.zk.port import EventType, WatchCallback, WatchEvent
 
+_CHILD_CHANGES = frozenset({EventType.CHILD, EventType.CREATED, EventType.DELETED})
+
 
 @dataclass(frozen=True, slots=True)
 class ZNodeChangeHandler:
@@ -150,8 +152,11 @@ class WatchRegistry:
             callback()
 
     def _on_child_event(self, event: WatchEvent) -> None:
-        if event.type is not EventType.CHILD:
-            return  # NONE (connection) events; a deleted parent is handled by its own watch
+        # The node's own deletion and (through the creation watch ``get_children`` arms on
+        # a missing node) its creation are child changes too: the handler re-reads, which
+        # re-arms. NONE (connection) and CHANGED events are not.
+        if event.type not in _CHILD_CHANGES:
+            return
         handler = self._child.get(event.path)
         if handler is not None:
             handler.on_child_change()

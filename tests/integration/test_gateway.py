@@ -475,6 +475,43 @@ def test_child_watch_is_not_armed_without_watch_or_handler(
     assert events.drain() == []
 
 
+def test_child_handler_hears_its_node_deleted_and_created_again(
+    gw: ZkGateway, port: ZkPort, other: ZkPort
+) -> None:
+    """An operator's ``deleteall /admin/delete_topics`` must not leave the controller deaf to
+    deletion requests until the next failover."""
+    port.ensure_path(paths.DELETE_TOPICS)
+    events = Events()
+    gw.register_child_handler(
+        ZNodeChildChangeHandler(paths.DELETE_TOPICS, events.callback("deletions"))
+    )
+    assert gw.get_children(paths.DELETE_TOPICS) == []
+    other.delete(paths.DELETE_TOPICS)
+    assert events.next() == "deletions"
+    assert gw.get_children(paths.DELETE_TOPICS) == []  # missing: a creation watch is armed
+    other.create(paths.delete_topic_path("t"), b"", makepath=True)
+    assert events.next() == "deletions"
+    assert gw.get_children(paths.DELETE_TOPICS) == ["t"]
+    other.create(paths.delete_topic_path("u"), b"")
+    assert events.next() == "deletions"
+    settle(gw, other)
+    assert events.drain() == []
+
+
+def test_child_handler_hears_its_node_created_while_reading_it_missing(
+    gw: ZkGateway, port: InstrumentedPort, other: ZkPort
+) -> None:
+    events = Events()
+    gw.register_child_handler(
+        ZNodeChildChangeHandler(paths.DELETE_TOPICS, events.callback("deletions"))
+    )
+    # Created after the read found no node, before the creation watch is armed.
+    port.before("exists", lambda: other.create(paths.delete_topic_path("t"), b"", makepath=True))
+    assert gw.get_children(paths.DELETE_TOPICS) == ["t"]  # read again: a child watch is armed
+    other.create(paths.delete_topic_path("u"), b"")
+    assert events.next() == "deletions"
+
+
 def test_topic_data_watch_catches_a_change_made_while_reading(
     gw: ZkGateway, port: InstrumentedPort, other: ZkPort
 ) -> None:

@@ -221,3 +221,13 @@ def test_odd_requests_are_cleaned_up_and_the_controller_keeps_serving(cluster: C
     # Still serving: a new topic gets its leader.
     cluster.create_topic("after", {0: [2]})
     cluster.wait_state("after", 0, leader=2)
+
+
+def test_requests_are_heard_after_an_operator_removes_the_requests_znode(cluster: Cluster):
+    # `deleteall /admin/delete_topics` (to drop pending requests) must not leave the
+    # controller deaf to new ones until the next failover.
+    three_brokers_and_topic(cluster)
+    cluster.zk.delete(paths.DELETE_TOPICS, recursive=True)
+    cluster.zk.create(paths.delete_topic_path("t"), makepath=True)
+    wait_gone(cluster)
+    wait_until(lambda: hosts_none(cluster, (1, 2, 3)), what="brokers dropped t")

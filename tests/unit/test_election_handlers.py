@@ -427,3 +427,27 @@ def test_old_notifications_are_purged(monkeypatch: pytest.MonkeyPatch) -> None:
         assert h.admin.get_children(paths.CONFIG_CHANGES) == []
     finally:
         h.close()
+
+
+def test_notifications_are_read_after_their_node_is_recreated() -> None:
+    # An operator's `deleteall /config/changes` restarts its sequence numbers at 0: the new
+    # notifications must not be taken for ones already processed.
+    h = ControllerHarness(controller_id=5)
+    try:
+        h.register_broker(1)
+        h.create_topic("t", {0: [1]}, in_context=False)
+        h.start()
+        h.drain()
+        for _ in range(3):
+            notify(h, "other")
+            h.process(ConfigChangeNotification())
+        h.drain()
+        h.admin.delete(paths.CONFIG_CHANGES, recursive=True)
+        h.set_topic_config("t", {"unclean.leader.election.enable": "true"})
+        notify(h, "t")
+        assert h.admin.get_children(paths.CONFIG_CHANGES) == ["config_change_0000000000"]
+        h.process(ConfigChangeNotification())
+        queued = [e for e in h.pending_events() if isinstance(e, TopicUncleanLeaderElectionEnable)]
+        assert [e.topic for e in queued] == ["t"]
+    finally:
+        h.close()
