@@ -13,7 +13,12 @@ import json
 from typing import Any
 
 from controller.admin.topics import list_brokers
-from controller.cli.topics_cmd import OneLineErrorParser, add_connection_arguments, fail, run_admin
+from controller.cli.admin_common import (
+    OneLineErrorParser,
+    add_connection_arguments,
+    fail,
+    run_admin,
+)
 from controller.zk.port import ZkPort
 
 

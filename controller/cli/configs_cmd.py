@@ -25,7 +25,12 @@ from typing import Any
 
 from controller.admin import configs as admin
 from controller.admin.assignment import AdminError
-from controller.cli.topics_cmd import OneLineErrorParser, add_connection_arguments, fail, run_admin
+from controller.cli.admin_common import (
+    OneLineErrorParser,
+    add_connection_arguments,
+    fail,
+    run_admin,
+)
 from controller.zk.port import ZkPort
 
 

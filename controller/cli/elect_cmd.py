@@ -29,14 +29,14 @@ from typing import Any
 from controller.admin.assignment import AdminError
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2, common_pb2
-from controller.cli.argtypes import INT32_MAX, partition_number
-from controller.cli.topics_cmd import (
+from controller.cli.admin_common import (
     add_admin_timeout_argument,
     add_connection_arguments,
     call_controller_admin,
     fail,
     run_admin,
 )
+from controller.cli.argtypes import INT32_MAX, partition_number
 from controller.security.cli import add_tls_arguments
 from controller.zk import codecs, paths
 from controller.zk.errors import NoNodeError

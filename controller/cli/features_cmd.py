@@ -25,7 +25,7 @@ from typing import Any
 from controller.admin.features import ClusterFeatures, describe_features
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2
-from controller.cli.topics_cmd import (
+from controller.cli.admin_common import (
     OneLineErrorParser,
     add_admin_timeout_argument,
     add_connection_arguments,

@@ -34,8 +34,8 @@ from controller.admin.assignment import AdminError
 from controller.admin.controller_client import ControllerClient, NoActiveControllerError
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2, common_pb2
+from controller.cli.admin_common import OneLineErrorParser, add_connection_arguments, run_admin
 from controller.cli.argtypes import int_in, seconds
-from controller.cli.topics_cmd import OneLineErrorParser, add_connection_arguments, run_admin
 from controller.core.model import ReplicaAssignment, TopicPartition
 from controller.security.cli import add_tls_arguments, channel_opener_from_args
 from controller.zk.port import ZkPort

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from controller.cli.topics_cmd import add_connection_arguments, run_admin
+from controller.cli.admin_common import add_connection_arguments, run_admin
 from controller.status import ElectionTracker, collect_status, render
 from controller.zk.port import ZkPort
 

@@ -494,7 +494,7 @@ def test_cli_follows_a_standby_to_the_active_controller(
     standby = cluster.start_controller(CONTROLLER + 1, **NO_AUTO_REBALANCE)
     visited: list[str] = []
 
-    # The admin commands reach the controller through topics_cmd.call_controller_admin.
+    # The admin commands reach the controller through admin_common.call_controller_admin.
     monkeypatch.setattr(topics_cmd, "ControllerClient", stale_client(visited))
     code = main(["elect", "--zookeeper", cluster.connect, "--type", "preferred", "--topic", "t"])
     assert code == 0
