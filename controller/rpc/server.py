@@ -23,6 +23,7 @@ AdminService and ControllerService. Without them the listener is plaintext, as b
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from concurrent import futures
 from typing import TYPE_CHECKING
@@ -36,6 +37,7 @@ from controller.api.malformed import MalformedRequestInterceptor
 from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
 from controller.rpc.calls import WaitingSlots
 from controller.security.tls import ServerTls, add_port
+from controller.zk.port import SessionState, ZkPort
 
 if TYPE_CHECKING:
     from controller.core.controller import Controller
@@ -119,13 +121,31 @@ class ControllerGrpcServer:
         self._server.stop(grace).wait(grace + 1)
 
 
-def follow_active_state(server: ControllerGrpcServer, controller: Controller) -> None:
-    """Keep the ControllerService health status equal to "this node is active"."""
+def follow_active_state(
+    server: ControllerGrpcServer, controller: Controller, port: ZkPort | None = None
+) -> None:
+    """Keep the controller services' health SERVING exactly while this node is active and,
+    given ``port`` (whose session is up now), connected to ZooKeeper.
+
+    Cut off from ZooKeeper (SUSPENDED) the controller stays active, as Kafka's does, until
+    its session expires; another one may be elected meanwhile, and a load balancer routing
+    by health must not keep sending calls to the one that cannot act on them.
+    """
+    lock = threading.Lock()
     last: list[bool | None] = [None]
+    connected = [True]
 
-    def hook(ctl: Controller) -> None:
-        if ctl.is_active != last[0]:
-            last[0] = ctl.is_active
-            server.set_active(ctl.is_active)
+    def update() -> None:
+        with lock:
+            serving = controller.is_active and connected[0]
+            if serving != last[0]:
+                last[0] = serving
+                server.set_active(serving)
 
-    controller.after_event_hooks.append(hook)
+    def on_session_state(state: SessionState) -> None:
+        connected[0] = state is SessionState.CONNECTED
+        update()
+
+    controller.after_event_hooks.append(lambda ctl: update())
+    if port is not None:
+        port.add_session_listener(on_session_state)

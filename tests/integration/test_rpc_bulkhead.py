@@ -123,3 +123,32 @@ def test_waiting_rpcs_cannot_take_the_threads_health_checks_need(served: Served)
     finally:
         s.release.set()
         callers.shutdown(wait=False, cancel_futures=True)
+
+
+def test_health_is_not_serving_while_the_active_controller_is_cut_off_from_zookeeper() -> None:
+    # It stays active, as Kafka's does, until its session expires; another controller may
+    # be elected meanwhile, so a load balancer routing by health must not send calls here.
+    h = ControllerHarness(controller_id=9)
+    h.register_broker(1)
+    server = ControllerGrpcServer("127.0.0.1:0", max_workers=RESERVED_WORKERS + WAITING)
+    server.add_controller_service(ControllerServicer(h.controller, server.waiting))
+    follow_active_state(server, h.controller, h.port)
+    server.start()
+    channel = grpc.insecure_channel(server.address)
+    try:
+        h.start()
+        h.controller.events.start()
+        h.controller.call(lambda ctl: None, 10)  # an event: the hook has run
+        assert h.controller.is_active
+        assert health_status(channel, CONTROLLER_SERVICE) == SERVING
+        h.zk.disconnect(h.port.inner)
+        wait_until(
+            lambda: health_status(channel, CONTROLLER_SERVICE) != SERVING, what="NOT_SERVING"
+        )
+        assert h.controller.is_active  # not resigned
+        h.zk.reconnect(h.port.inner)
+        wait_until(lambda: health_status(channel, CONTROLLER_SERVICE) == SERVING, what="SERVING")
+    finally:
+        channel.close()
+        server.stop(grace=0)
+        h.close()
