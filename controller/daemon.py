@@ -158,6 +158,13 @@ class ControllerDaemon:
         self._reload_config = reload_config
         if configure_logs:
             configure_logging(config.log_level, config.log_format)
+        for name, config_file in config.file_values_overridden.items():
+            log.warning(
+                "a setting of the config file is overridden by the environment",
+                setting=name,
+                config_file=config_file,
+                source=config.source(name),
+            )
         try:
             self.state_change_log = StateChangeLog(
                 config.state_change_log_file,

@@ -86,11 +86,14 @@ def load_config(
         except ValueError as exc:
             problems.append(ConfigProblem(source, name, str(exc)))
 
+    from_file: dict[str, Any] = {}
     if config_file is not None:
         file_values, file_problems = read_config_file(config_file)
         problems.extend(file_problems)
         for name, raw in file_values.items():
             apply(name, raw, f"file {os.fspath(config_file)}", textual=False)
+            if sources[name].startswith("file "):
+                from_file[name] = values[name]
 
     for var, name in ENV_ALIASES.items():
         if var in env:
@@ -125,6 +128,11 @@ def load_config(
             problems.append(ConfigProblem(
                 "config", s.name, f"required; set it in the config file, {s.env} or {s.flag}"))
 
+    overridden = {
+        name: os.fspath(config_file)
+        for name, value in from_file.items()
+        if sources[name].startswith("env ") and values[name] != value
+    }
     _resolve_derived(values, sources)
     problems.extend(_cross_checks(values, sources))
     if problems:
@@ -132,6 +140,7 @@ def load_config(
     return ControllerConfig(
         **{s.attr: values[s.name] for s in SETTINGS},
         sources=types.MappingProxyType(dict(sources)),
+        file_values_overridden=types.MappingProxyType(overridden),
     )
 
 

@@ -53,6 +53,11 @@ class ControllerConfig:
     broker_allowed_principals: str | None
     #: dotted name -> where its value came from ("default", "file F", "env V", "flag --f").
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    #: dotted name -> the config file whose different value the environment overrode: an
+    #: exported ZK_CONNECT (as the admin tools are used) silently retargets a daemon.
+    file_values_overridden: Mapping[str, str] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def zookeeper_hosts(self) -> tuple[HostPort, ...]:

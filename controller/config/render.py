@@ -57,6 +57,10 @@ def render_config_reference() -> str:
         "",
         "Precedence, lowest first: defaults < TOML file (`--config FILE`) < environment "
         f"(`{ENV_PREFIX}*`; `ZK_CONNECT` is accepted for `zookeeper.connect`) < flags. "
+        "A file value that the environment overrides with a different one is logged at start "
+        '("a setting of the config file is overridden by the environment", naming the '
+        "setting): a `ZK_CONNECT` exported for the admin tools would otherwise point a daemon "
+        "run from a file at another cluster. "
         "TOML keys are the dotted names, flat (`\"zookeeper.connect\" = ...`) or nested "
         "(`[zookeeper]` / `connect = ...`). Dynamic settings can change on SIGHUP, "
         "which re-reads the file and the flags; the environment is the process's own, fixed "

@@ -41,7 +41,8 @@ def problems_of(exc: pytest.ExceptionInfo[ConfigError]) -> set[tuple[str, str]]:
 
 
 def test_table_and_dataclass_agree() -> None:
-    attrs = [f.name for f in dataclasses.fields(ControllerConfig) if f.name != "sources"]
+    bookkeeping = {"sources", "file_values_overridden"}
+    attrs = [f.name for f in dataclasses.fields(ControllerConfig) if f.name not in bookkeeping]
     assert attrs == [s.attr for s in SETTINGS]
     assert len(SETTINGS_BY_NAME) == len(SETTINGS)
     # Nested TOML tables can only express both names if neither is a dotted prefix of the other.
@@ -112,6 +113,29 @@ def test_precedence_default_file_env_flag_with_sources(tmp_path: Path) -> None:
     assert cfg.source("zookeeper.session.timeout.ms") == f"file {path}"
     assert cfg.source("request.timeout.ms") == "env ZKC_REQUEST_TIMEOUT_MS"
     assert cfg.source("controller.socket.timeout.ms") == "flag --controller-socket-timeout-ms"
+
+
+def test_file_values_the_environment_overrides_are_recorded(tmp_path: Path) -> None:
+    # An exported ZK_CONNECT (as the admin tools are used) silently retargets a daemon run
+    # from a file: the daemon warns about what it records here.
+    path = write(
+        tmp_path,
+        """
+        "controller.id" = 7
+        "zookeeper.connect" = "file-zk:2181/kafka"
+        "request.timeout.ms" = 1001
+        "controller.socket.timeout.ms" = 1002
+        """,
+    )
+    env = {
+        "ZK_CONNECT": "env-zk:2181/other",
+        "ZKC_REQUEST_TIMEOUT_MS": "1001",  # the same value: nothing changes
+        "ZKC_ZOOKEEPER_SESSION_TIMEOUT_MS": "9000",  # not in the file
+    }
+    cfg = load_config(path, env=env, flags={"controller.socket.timeout.ms": "3002"})
+    assert cfg.zookeeper_connect == "env-zk:2181/other"
+    assert dict(cfg.file_values_overridden) == {"zookeeper.connect": str(path)}
+    assert dict(load_config(path, env={}).file_values_overridden) == {}
 
 
 def test_nested_tables_are_accepted(tmp_path: Path) -> None:

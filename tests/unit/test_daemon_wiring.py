@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from controller import daemon as daemon_module
 from controller.config import load_config
@@ -375,3 +376,28 @@ def test_stop_treats_a_dropped_resign_as_not_resigned(tmp_path: Path) -> None:
     daemon.stop(resign_timeout=5.0)
     assert stub.calls == ["mark_stopping", ("shutdown", 5.0)]
     assert closed == ["closed", "closed"]  # at once for the standby, and again at the end
+
+
+def test_a_file_value_the_environment_overrides_is_logged_as_a_warning(tmp_path: Path) -> None:
+    config_file = tmp_path / "controller.toml"
+    config_file.write_text('"zookeeper.connect" = "file-zk:2181/kafka"\n')
+    flags = {
+        "controller.id": "1",
+        "log.dir": str(tmp_path),
+        "grpc.listen": "127.0.0.1:0",
+        "metrics.listen": "127.0.0.1:0",
+    }
+    config = load_config(config_file, flags=flags, env={"ZK_CONNECT": "127.0.0.1:1"})
+    with capture_logs() as logs:
+        daemon = ControllerDaemon(config, configure_logs=False)
+    daemon.stop()
+    warned = [e for e in logs if e["event"].startswith("a setting of the config file")]
+    assert warned == [
+        {
+            "event": "a setting of the config file is overridden by the environment",
+            "log_level": "warning",
+            "setting": "zookeeper.connect",
+            "config_file": str(config_file),
+            "source": "env ZK_CONNECT",
+        }
+    ]
