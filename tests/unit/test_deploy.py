@@ -500,6 +500,10 @@ def test_operations_guide_covers_every_metric_and_runbook_link() -> None:
     anchors = {_anchor(h) for h in re.findall(r"^#+ (.+)$", text, re.MULTILINE)}
     for rule in rules():
         url = rule.get("annotations", {}).get("runbook_url")
-        if url:
-            path, _, anchor = url.partition("#")
-            assert path == "docs/operations.md" and anchor in anchors, url
+        assert url, f"{rule.get('alert')} has no runbook_url"
+        path, _, anchor = url.partition("#")
+        assert path == "docs/operations.md" and anchor in anchors, url
+    # Links to the docs from the deployment files (comments included) resolve too.
+    for file in sorted(p for p in (REPO / "deploy").rglob("*") if p.is_file()):
+        for anchor in re.findall(r"docs/operations\.md#([\w-]+)", file.read_text()):
+            assert anchor in anchors, f"{file.relative_to(REPO)}: #{anchor}"
