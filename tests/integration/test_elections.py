@@ -486,7 +486,7 @@ def test_cli_follows_a_standby_to_the_active_controller(
 ) -> None:
     """The CLI's discovery lands on the standby (as when the controller just moved); the
     standby's NOT_CONTROLLER answer names the active one and the CLI goes there."""
-    from controller.cli import topics_cmd
+    from controller.cli import admin_common
     from controller.cli.main import main
 
     seed(cluster, "t", {0: ([1, 2], 2, [1, 2])})
@@ -495,7 +495,7 @@ def test_cli_follows_a_standby_to_the_active_controller(
     visited: list[str] = []
 
     # The admin commands reach the controller through admin_common.call_controller_admin.
-    monkeypatch.setattr(topics_cmd, "ControllerClient", stale_client(visited))
+    monkeypatch.setattr(admin_common, "ControllerClient", stale_client(visited))
     code = main(["elect", "--zookeeper", cluster.connect, "--type", "preferred", "--topic", "t"])
     assert code == 0
     assert "Successfully completed leader election (PREFERRED) for partitions t-0" in (
