@@ -31,8 +31,8 @@ def _keep_gc_thresholds() -> Iterator[None]:
     gc.set_threshold(*saved)
 
 
-def daemon_with(tmp_path: Path, **settings: str) -> ControllerDaemon:
-    flags = {
+def daemon_flags(tmp_path: Path, **settings: str) -> dict[str, str]:
+    return {
         "controller.id": "1",
         "zookeeper.connect": "127.0.0.1:1",
         "log.dir": str(tmp_path),
@@ -41,6 +41,10 @@ def daemon_with(tmp_path: Path, **settings: str) -> ControllerDaemon:
         "metrics.listen": "127.0.0.1:0",
         **settings,
     }
+
+
+def daemon_with(tmp_path: Path, **settings: str) -> ControllerDaemon:
+    flags = daemon_flags(tmp_path, **settings)
     return ControllerDaemon(load_config(flags=flags, env={}), configure_logs=False)
 
 
@@ -381,12 +385,8 @@ def test_stop_treats_a_dropped_resign_as_not_resigned(tmp_path: Path) -> None:
 def test_a_file_value_the_environment_overrides_is_logged_as_a_warning(tmp_path: Path) -> None:
     config_file = tmp_path / "controller.toml"
     config_file.write_text('"zookeeper.connect" = "file-zk:2181/kafka"\n')
-    flags = {
-        "controller.id": "1",
-        "log.dir": str(tmp_path),
-        "grpc.listen": "127.0.0.1:0",
-        "metrics.listen": "127.0.0.1:0",
-    }
+    flags = daemon_flags(tmp_path)
+    del flags["zookeeper.connect"]  # a flag would outrank both the file and the environment
     config = load_config(config_file, flags=flags, env={"ZK_CONNECT": "127.0.0.1:1"})
     with capture_logs() as logs:
         daemon = ControllerDaemon(config, configure_logs=False)

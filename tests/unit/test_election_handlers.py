@@ -4,6 +4,7 @@ deletion, a resigned controller, notification formats and purging)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 
@@ -359,34 +360,43 @@ def test_the_brokers_dynamic_default_is_read_before_failover_elections() -> None
         h.close()
 
 
-def test_unclean_on_queues_an_event_for_every_read_of_the_topics_notifications() -> None:
-    # As Kafka's enableTopicUncleanLeaderElection on every such notification. Remembering
-    # "already on" went stale: a topic deleted and re-created with the setting, or one whose
-    # default turned off and on again, was never elected.
+@contextlib.contextmanager
+def started_with_topic_t() -> Iterator[ControllerHarness]:
+    """A started controller with broker 1 and topic t (found in ZooKeeper at failover)."""
     h = ControllerHarness(controller_id=5)
     try:
         h.register_broker(1)
         h.create_topic("t", {0: [1]}, in_context=False)
         h.start()
         h.drain()
+        yield h
+    finally:
+        h.close()
+
+
+def queued_unclean_topics(h: ControllerHarness) -> list[str]:
+    return [e.topic for e in h.pending_events() if isinstance(e, TopicUncleanLeaderElectionEnable)]
+
+
+def test_unclean_on_queues_an_event_for_every_read_of_the_topics_notifications() -> None:
+    # As Kafka's enableTopicUncleanLeaderElection on every such notification. Remembering
+    # "already on" went stale: a topic deleted and re-created with the setting, or one whose
+    # default turned off and on again, was never elected.
+    with started_with_topic_t() as h:
         h.set_topic_config("t", {"unclean.leader.election.enable": "true"})
         notify(h, "t")
         notify(h, "t")  # read together: one event
         h.process(ConfigChangeNotification())
-        queued = [e for e in h.pending_events() if isinstance(e, TopicUncleanLeaderElectionEnable)]
-        assert [e.topic for e in queued] == ["t"]
+        assert queued_unclean_topics(h) == ["t"]
         h.drain()
         notify(h, "t")  # still true, a later notification (e.g. after a re-creation): again
         h.process(ConfigChangeNotification())
-        queued = [e for e in h.pending_events() if isinstance(e, TopicUncleanLeaderElectionEnable)]
-        assert [e.topic for e in queued] == ["t"]
+        assert queued_unclean_topics(h) == ["t"]
         h.drain()
         h.set_topic_config("t", {"unclean.leader.election.enable": "false"})
         notify(h, "t")
         h.process(ConfigChangeNotification())
-        assert not any(isinstance(e, TopicUncleanLeaderElectionEnable) for e in h.pending_events())
-    finally:
-        h.close()
+        assert queued_unclean_topics(h) == []
 
 
 def test_a_notification_for_a_topic_the_controller_does_not_know_reads_nothing() -> None:
@@ -432,12 +442,7 @@ def test_old_notifications_are_purged(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_notifications_are_read_after_their_node_is_recreated() -> None:
     # An operator's `deleteall /config/changes` restarts its sequence numbers at 0: the new
     # notifications must not be taken for ones already processed.
-    h = ControllerHarness(controller_id=5)
-    try:
-        h.register_broker(1)
-        h.create_topic("t", {0: [1]}, in_context=False)
-        h.start()
-        h.drain()
+    with started_with_topic_t() as h:
         for _ in range(3):
             notify(h, "other")
             h.process(ConfigChangeNotification())
@@ -447,7 +452,4 @@ def test_notifications_are_read_after_their_node_is_recreated() -> None:
         notify(h, "t")
         assert h.admin.get_children(paths.CONFIG_CHANGES) == ["config_change_0000000000"]
         h.process(ConfigChangeNotification())
-        queued = [e for e in h.pending_events() if isinstance(e, TopicUncleanLeaderElectionEnable)]
-        assert [e.topic for e in queued] == ["t"]
-    finally:
-        h.close()
+        assert queued_unclean_topics(h) == ["t"]
