@@ -27,7 +27,7 @@ from controller.admin.topic_configs import (
     validate_topic_config_combination,
     validate_topic_configs,
 )
-from controller.admin.topics import (
+from controller.admin.topic_errors import (
     ConcurrentModificationError,
     CorruptMetadataError,
     InvalidRequestError,

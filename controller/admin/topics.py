@@ -11,14 +11,15 @@ one multi, so a topic never appears without its config and a lost race leaves no
 Checks that read one znode and write another (marked for deletion, name collisions, registered
 brokers) are not atomic with the write, as in Kafka.
 
-Reads (``list_topics``, ``describe_topics``, ``list_brokers``) batch their znode reads.
+Reads (``list_topics``, ``describe_topics``, ``list_brokers``) live in ``topic_reads``; they
+and the errors (``topic_errors``) are re-exported here, the module the tools import.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from controller.admin.assignment import (
     AdminError,
@@ -28,55 +29,75 @@ from controller.admin.assignment import (
     broker_metadatas,
     validate_replica_assignment,
 )
-from controller.admin.topic_configs import InvalidConfigError as InvalidConfigError  # re-exported
 from controller.admin.topic_configs import (
+    InvalidConfigError,
     validate_topic_config_combination,
     validate_topic_configs,
 )
+from controller.admin.topic_errors import (
+    ConcurrentModificationError,
+    CorruptMetadataError,
+    InvalidRequestError,
+    InvalidTopicError,
+    ReassignmentInProgressError,
+    TopicExistsError,
+    TopicMarkedForDeletionError,
+    UnknownTopicError,
+)
+from controller.admin.topic_reads import (
+    BrokerInfo,
+    ClusterBrokers,
+    PartitionDescription,
+    TopicDescription,
+    TopicListing,
+    children,
+    describe_topics,
+    existing_topic_path,
+    list_brokers,
+    list_topics,
+    live_brokers,
+    read_assignment,
+)
 from controller.admin.writes import commit, holds, missing_parents
-from controller.core.model import Broker, ReplicaAssignment, TopicAssignment, new_topic_id
+from controller.core.model import ReplicaAssignment, TopicAssignment, new_topic_id
 from controller.zk import codecs, limits, paths
 from controller.zk.errors import (
     BadVersionError,
     MalformedZnodeError,
     NodeExistsError,
     NoNodeError,
-    ZkError,
 )
-from controller.zk.port import Check, Create, Op, ReadResult, SetData, ZkPort
+from controller.zk.port import Check, Create, Op, SetData, ZkPort
 
-
-class TopicExistsError(AdminError):
-    """Kafka's ``TopicExistsException``."""
-
-
-class InvalidTopicError(AdminError, paths.InvalidTopicError):
-    """An illegal topic name, or one colliding with an existing topic (``.`` vs ``_``)."""
-
-
-class UnknownTopicError(AdminError):
-    """Kafka's ``UnknownTopicOrPartitionException``."""
-
-
-class TopicMarkedForDeletionError(AdminError):
-    """The topic has a pending ``/admin/delete_topics/T`` request."""
-
-
-class InvalidRequestError(AdminError):
-    """Arguments that do not go together (e.g. both an assignment and a replication factor)."""
-
-
-class ReassignmentInProgressError(AdminError):
-    """Kafka's ``ReassignmentInProgressException``."""
-
-
-class ConcurrentModificationError(AdminError):
-    """ZooKeeper changed between our read and our write; nothing was written."""
-
-
-class CorruptMetadataError(AdminError):
-    """A znode the operation depends on could not be decoded."""
-
+# The tools' whole topic API, the reads and the errors included, is importable from here.
+__all__ = [
+    "COLLISION_WARNING",
+    "INTERNAL_TOPICS",
+    "MAX_TOPIC_ZNODE_BYTES",
+    "AdminError",
+    "BrokerInfo",
+    "ClusterBrokers",
+    "ConcurrentModificationError",
+    "CorruptMetadataError",
+    "InvalidConfigError",
+    "InvalidPartitionsError",
+    "InvalidRequestError",
+    "InvalidTopicError",
+    "PartitionDescription",
+    "ReassignmentInProgressError",
+    "TopicChange",
+    "TopicDescription",
+    "TopicExistsError",
+    "TopicListing",
+    "TopicMarkedForDeletionError",
+    "UnknownTopicError",
+    "add_partitions",
+    "create_topic",
+    "delete_topic",
+    "describe_topics",
+    "list_brokers",
+    "list_topics",
+]
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 COLLISION_WARNING = (
@@ -87,6 +108,7 @@ COLLISION_WARNING = (
 # topic znode would be refused mid-operation (as a connection loss), so refuse it up front.
 MAX_TOPIC_ZNODE_BYTES = 1_000_000  # at the default jute.maxbuffer (controller.zk.limits)
 _WRITE_ATTEMPTS = 3
+
 # --- results ----------------------------------------
 
 
@@ -102,141 +124,7 @@ class TopicChange:
     warnings: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class TopicListing:
-    name: str
-    marked_for_deletion: bool
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionDescription:
-    """One partition: its assignment, plus its state znode when there is one."""
-
-    partition: int
-    replicas: tuple[int, ...]
-    adding_replicas: tuple[int, ...] = ()
-    removing_replicas: tuple[int, ...] = ()
-    leader: int | None = None  # None: no state znode yet; -1: no leader (Kafka's NoLeader)
-    isr: tuple[int, ...] = ()
-    leader_epoch: int | None = None
-    controller_epoch: int | None = None
-    partition_epoch: int | None = None  # the state znode's zkVersion
-    leader_recovering: bool = False
-    offline_replicas: tuple[int, ...] = ()  # replicas whose broker is not in /brokers/ids
-    leader_registered: bool = False
-    state_error: str | None = None  # the state znode exists but could not be decoded
-
-    @property
-    def offline(self) -> bool:
-        """No leader: no state yet, or leader -1 (the controller's OfflinePartition)."""
-        return self.leader is None or self.leader < 0
-
-    @property
-    def unavailable(self) -> bool:
-        """Kafka's --unavailable-partitions: no leader, or a leader that is not registered."""
-        return self.offline or not self.leader_registered
-
-    @property
-    def under_replicated(self) -> bool:
-        """ISR smaller than the replication factor (replicas minus adding ones, as Kafka)."""
-        return len(self.isr) < len(self.replicas) - len(self.adding_replicas)
-
-
-@dataclass(frozen=True, slots=True)
-class TopicDescription:
-    name: str
-    topic_id: str | None = None
-    partitions: tuple[PartitionDescription, ...] = ()
-    configs: dict[str, str] = field(default_factory=dict)
-    marked_for_deletion: bool = False
-    error: str | None = None  # the topic znode could not be read or decoded
-    # /config/topics/T could not be read or decoded: the partitions are still described
-    # (the controller manages them), with no configs.
-    config_error: str | None = None
-
-    @property
-    def replication_factor(self) -> int:
-        if not self.partitions:
-            return 0
-        first = self.partitions[0]
-        return len(first.replicas) - len(first.adding_replicas)
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerInfo:
-    id: int
-    epoch: int  # czxid of the registration znode
-    broker: Broker | None = None
-    error: str | None = None  # registration present but undecodable
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterBrokers:
-    controller_id: int | None
-    brokers: tuple[BrokerInfo, ...]
-    controller_error: str | None = None  # /controller exists but cannot be read
-
-
-# --- parsing and validation helpers ----------------------------------------
-
-
-def _existing_topic_path(name: str) -> str:
-    # Existing topics may predate Kafka's naming rules: only refuse what cannot be a znode name.
-    if not isinstance(name, str):
-        raise InvalidTopicError(f"topic name must be a string, got {name!r}")
-    try:
-        return paths.topic_path(name)
-    except ValueError as exc:
-        raise InvalidTopicError(str(exc)) from None
-
-
-# --- ZooKeeper helpers ----------------------------------------
-
-
-def _children(port: ZkPort, path: str) -> list[str]:
-    try:
-        return port.get_children(path)
-    except NoNodeError:
-        return []
-
-
-def _registered_ids(port: ZkPort) -> set[int]:
-    # Children of /brokers/ids that are not broker ids are not registrations: skip them.
-    return {int(c) for c in _children(port, paths.BROKERS_IDS) if c.isascii() and c.isdigit()}
-
-
-def _registered_brokers(port: ZkPort) -> list[BrokerInfo]:
-    """Kafka's getAllBrokersInCluster: every registration, sorted by id (ids that vanish skip)."""
-    ids = sorted(_registered_ids(port))
-    out: list[BrokerInfo] = []
-    for bid, read in zip(ids, port.get_many([paths.broker_path(i) for i in ids]), strict=True):
-        if read.error is not None or read.stat is None:
-            continue
-        try:
-            out.append(BrokerInfo(bid, read.stat.czxid, codecs.decode_broker(bid, read.data)))
-        except MalformedZnodeError as exc:
-            out.append(BrokerInfo(bid, read.stat.czxid, None, str(exc)))
-    return out
-
-
-def _live_brokers(port: ZkPort) -> list[Broker]:
-    infos = _registered_brokers(port)
-    bad = [i for i in infos if i.broker is None]
-    if bad:
-        raise CorruptMetadataError(bad[0].error or f"broker {bad[0].id}: unreadable registration")
-    return [i.broker for i in infos if i.broker is not None]
-
-
-def _read_assignment(port: ZkPort, name: str) -> tuple[TopicAssignment, int]:
-    path = _existing_topic_path(name)
-    try:
-        data, stat = port.get(path)
-    except NoNodeError:
-        raise UnknownTopicError(f"topic '{name}' does not exist") from None
-    try:
-        return codecs.decode_topic_assignment(name, data, path), stat.version
-    except MalformedZnodeError as exc:
-        raise CorruptMetadataError(str(exc)) from None
+# --- validation helpers ----------------------------------------
 
 
 def _check_not_marked_for_deletion(port: ZkPort, name: str) -> None:
@@ -318,7 +206,7 @@ def create_topic(
     if paths.has_collision_chars(name):
         warnings = (COLLISION_WARNING,)
         unified = name.replace(".", "_")
-        topics = _children(port, paths.BROKERS_TOPICS)
+        topics = children(port, paths.BROKERS_TOPICS)
         if name in topics:
             raise TopicExistsError(f"topic '{name}' already exists")
         colliding = sorted(t for t in topics if t.replace(".", "_") == unified)
@@ -326,7 +214,7 @@ def create_topic(
             raise InvalidTopicError(
                 f"topic '{name}' collides with existing topic(s): {', '.join(colliding)}"
             )
-    brokers = _live_brokers(port)
+    brokers = live_brokers(port)
     if replica_assignment is not None:
         assignment = validate_replica_assignment(replica_assignment, (b.id for b in brokers))
     else:
@@ -405,7 +293,7 @@ def add_partitions(
         raise InvalidRequestError(
             f"the number of partitions for the internal topic {name} cannot be changed"
         )
-    current, version = _read_assignment(port, name)
+    current, version = read_assignment(port, name)
     _check_not_marked_for_deletion(port, name)
     requested = _zk_reassignment_partitions(port, name)
     if requested:
@@ -436,7 +324,7 @@ def add_partitions(
     if not first:
         raise CorruptMetadataError(f"partition 0 of topic '{name}' has no replicas")
     _check_size_bound(name, new_total, len(first))
-    brokers = _live_brokers(port)
+    brokers = live_brokers(port)
     if replica_assignment is not None:
         added = validate_replica_assignment(
             replica_assignment, (b.id for b in brokers),
@@ -465,7 +353,7 @@ def add_partitions(
 
 def delete_topic(port: ZkPort, name: str) -> None:
     """Kafka's ``deleteTopic``: create ``/admin/delete_topics/T`` for the controller."""
-    topic_path = _existing_topic_path(name)
+    topic_path = existing_topic_path(name)
     marker = paths.delete_topic_path(name)
     # Read first, as Kafka's tool does: a topic gone only by the time of the multi was
     # deleted meanwhile, e.g. by the controller acting on our own marker (its create
@@ -489,128 +377,6 @@ def delete_topic(port: ZkPort, name: str) -> None:
     if index == len(ops) - 1 and isinstance(error, NodeExistsError):
         raise TopicMarkedForDeletionError(f"topic '{name}' is already marked for deletion")
     raise ConcurrentModificationError(f"could not mark topic '{name}' for deletion: {error}")
-
-
-def list_topics(port: ZkPort) -> list[TopicListing]:
-    """Every topic, sorted, with its pending-deletion flag."""
-    deleting = set(_children(port, paths.DELETE_TOPICS))
-    return [TopicListing(t, t in deleting) for t in sorted(_children(port, paths.BROKERS_TOPICS))]
-
-
-def describe_topics(port: ZkPort, names: Sequence[str] | None = None) -> list[TopicDescription]:
-    """Assignment, configs and partition state of ``names`` (default: every topic), sorted.
-
-    Raises ``UnknownTopicError`` naming every requested topic that does not exist. A topic
-    whose znodes cannot be decoded is returned with ``error`` set, not raised.
-    """
-    all_topics = set(_children(port, paths.BROKERS_TOPICS))
-    if names is not None:
-        for n in names:
-            _existing_topic_path(n)
-        missing = sorted(set(names) - all_topics)
-        if missing:
-            raise UnknownTopicError(f"topic(s) {', '.join(missing)} do not exist")
-    wanted = sorted(set(names) if names is not None else all_topics)
-    deleting = set(_children(port, paths.DELETE_TOPICS))
-    registered = _registered_ids(port)
-    reads = port.get_many(
-        [paths.topic_path(t) for t in wanted] + [paths.topic_config_path(t) for t in wanted]
-    )
-    topics: list[tuple[str, TopicAssignment | None, dict[str, str], str | None]] = []
-    config_errors: dict[str, str] = {}
-    for t, topic_read, config_read in zip(
-        wanted, reads[: len(wanted)], reads[len(wanted) :], strict=True
-    ):
-        if isinstance(topic_read.error, NoNodeError) and names is None:
-            continue  # deleted since the listing
-        try:
-            if topic_read.error is not None:
-                raise topic_read.error
-            assignment = codecs.decode_topic_assignment(t, topic_read.data)
-        except (MalformedZnodeError, NoNodeError) as exc:
-            topics.append((t, None, {}, str(exc)))
-            continue
-        config: dict[str, str] = {}
-        try:
-            if config_read.error is None:
-                config = codecs.decode_topic_config(config_read.data, config_read.path)
-            elif not isinstance(config_read.error, NoNodeError):
-                raise config_read.error
-        except (MalformedZnodeError, ZkError) as exc:
-            config_errors[t] = str(exc)
-        topics.append((t, assignment, config, None))
-    state_paths = [
-        paths.partition_state_path(t, p)
-        for t, a, _, _ in topics
-        if a is not None
-        for p in sorted(a.partitions)
-    ]
-    states = iter(port.get_many(state_paths))
-    out: list[TopicDescription] = []
-    for t, assignment, config, error in topics:
-        if assignment is None:
-            out.append(TopicDescription(t, None, (), {}, t in deleting, error))
-            continue
-        parts = []
-        for p, ra in sorted(assignment.partitions.items()):
-            parts.append(_describe_partition(p, ra, next(states), registered))
-        out.append(
-            TopicDescription(
-                t,
-                assignment.topic_id,
-                tuple(parts),
-                config,
-                t in deleting,
-                config_error=config_errors.get(t),
-            )
-        )
-    return out
-
-
-def _describe_partition(
-    p: int, ra: ReplicaAssignment, read: ReadResult, registered: set[int]
-) -> PartitionDescription:
-    base = PartitionDescription(
-        p,
-        ra.replicas,
-        ra.adding_replicas,
-        ra.removing_replicas,
-        offline_replicas=tuple(b for b in ra.replicas if b not in registered),
-    )
-    if read.error is not None or read.stat is None:
-        if isinstance(read.error, NoNodeError):
-            return base
-        return replace(base, state_error=str(read.error))
-    try:
-        state = codecs.decode_partition_state(read.data, read.stat.version, read.path)
-    except MalformedZnodeError as exc:
-        return replace(base, state_error=str(exc))
-    lai = state.leader_and_isr
-    return replace(
-        base,
-        leader=lai.leader,
-        isr=lai.isr,
-        leader_epoch=lai.leader_epoch,
-        controller_epoch=state.controller_epoch,
-        partition_epoch=lai.partition_epoch,
-        leader_recovering=bool(lai.leader_recovery_state),
-        leader_registered=lai.leader in registered,
-    )
-
-
-def list_brokers(port: ZkPort) -> ClusterBrokers:
-    """Every broker registration (sorted by id) and the active controller's id, if any."""
-    controller: int | None = None
-    error = None
-    try:
-        data, _ = port.get(paths.CONTROLLER)
-        controller = codecs.decode_controller(data)
-    except NoNodeError:
-        pass
-    except MalformedZnodeError as exc:
-        # Not "no controller": a controller cannot be elected while this znode exists.
-        error = str(exc)
-    return ClusterBrokers(controller, tuple(_registered_brokers(port)), error)
 
 
 def _ids(ids: Iterable[int]) -> str:
