@@ -45,6 +45,9 @@ def read_config_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list
             data = tomllib.load(f)
     except OSError as exc:
         return {}, [ConfigProblem(source, "-", f"cannot read: {exc.strerror or exc}")]
+    except UnicodeDecodeError as exc:
+        bad = exc.object[exc.start : exc.start + 1].hex()
+        return {}, [ConfigProblem(source, "-", f"not UTF-8: byte 0x{bad} at offset {exc.start}")]
     except tomllib.TOMLDecodeError as exc:
         # Kafka's operators know server.properties (key=value, strings unquoted): say so.
         hint = 'settings are TOML, strings quoted: zookeeper.connect = "zk1:2181/kafka"'
@@ -87,9 +90,11 @@ def load_config(
             problems.append(ConfigProblem(source, name, str(exc)))
 
     from_file: dict[str, Any] = {}
+    file_unread = False  # then "required" would only repeat the file's own problem
     if config_file is not None:
         file_values, file_problems = read_config_file(config_file)
         problems.extend(file_problems)
+        file_unread = any(p.key == "-" for p in file_problems)
         for name, raw in file_values.items():
             apply(name, raw, f"file {os.fspath(config_file)}", textual=False)
             if sources[name].startswith("file "):
@@ -124,7 +129,7 @@ def load_config(
 
     reported = {p.key for p in problems}
     for s in SETTINGS:
-        if s.required and values[s.name] is None and s.name not in reported:
+        if s.required and values[s.name] is None and s.name not in reported and not file_unread:
             problems.append(ConfigProblem(
                 "config", s.name, f"required; set it in the config file, {s.env} or {s.flag}"))
 

@@ -140,6 +140,8 @@ def _coerce_kind(s: Setting, raw: object, textual: bool) -> Any:
     if kind is Kind.PATH:
         if not text:
             raise ValueError("empty path")
+        if "\x00" in text:  # no file system takes it; open() would fail later, unexplained
+            raise ValueError(f"a path cannot contain a NUL character, got {raw!r}")
         return Path(text)
     if kind is Kind.LISTENER:
         if not _LISTENER_RE.fullmatch(text):

@@ -194,6 +194,16 @@ def test_absolute_state_change_log_file_ignores_log_dir() -> None:
     assert cfg.state_change_log_file == Path("/b/sc.log")
 
 
+def test_a_path_with_a_nul_character_is_refused_at_load(tmp_path: Path) -> None:
+    # TOML's \u0000 escape gets one into a file; it would only fail at open(), as a traceback.
+    path = write(tmp_path, 'controller.id = 1\nzookeeper.connect = "zk:2181"\n'
+                           'log.dir = "/tmp/a\\u0000b"\n')  # fmt: skip
+    with pytest.raises(ConfigError) as exc:
+        load_config(path, env={})
+    assert problems_of(exc) == {(f"file {path}", "log.dir")}
+    assert "cannot contain a NUL character" in str(exc.value)
+
+
 def test_every_problem_is_reported_with_its_source(tmp_path: Path) -> None:
     path = write(
         tmp_path,
@@ -261,6 +271,29 @@ def test_unreadable_and_invalid_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as exc:
         load_config(write(tmp_path, "zookeeper.connect=zk1:2181\n"), env=REQUIRED_ENV)
     assert 'strings quoted: zookeeper.connect = "zk1:2181/kafka"' in str(exc.value)
+
+
+def test_a_file_that_is_not_utf8_is_a_problem_naming_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.toml"
+    bad.write_bytes('controller.id = 1\nzookeeper.connect = "zk:2181"\n# site: Z\xfcrich\n'
+                    .encode("latin-1"))  # fmt: skip
+    with pytest.raises(ConfigError) as exc:
+        load_config(bad, env={})
+    # One problem, naming the file and the byte; not "required" for settings the file sets.
+    assert problems_of(exc) == {(f"file {bad}", "-")}
+    assert "not UTF-8: byte 0xfc at offset 57" in str(exc.value)
+
+
+def test_an_unreadable_file_does_not_also_report_its_settings_as_missing(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ConfigError) as exc:
+        load_config(tmp_path / "absent.toml", env={})
+    assert problems_of(exc) == {(f"file {tmp_path / 'absent.toml'}", "-")}
+    # A readable file that lacks a required setting still says so.
+    with pytest.raises(ConfigError) as exc:
+        load_config(write(tmp_path, "controller.id = 1\n"), env={})
+    assert problems_of(exc) == {("config", "zookeeper.connect")}
 
 
 def test_same_listen_address_is_rejected() -> None:
