@@ -25,7 +25,10 @@ class WriteFailed(OSError):
     """A write that left ``pending_lines`` to retry and dropped ``lost_lines`` for good."""
 
     def __init__(self, cause: OSError, pending_lines: int, lost_lines: int) -> None:
-        super().__init__(cause.errno, cause.strerror or str(cause))
+        if cause.filename is None:
+            super().__init__(cause.errno, cause.strerror or str(cause))
+        else:  # which path failed: the log's, or its directory's
+            super().__init__(cause.errno, cause.strerror or str(cause), cause.filename)
         self.pending_lines = pending_lines
         self.lost_lines = lost_lines
 
@@ -51,28 +54,55 @@ class LineFile:
         self._fd: int | None = self._open()
 
     def _open(self) -> int:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # mkdir's own word for it, "File exists", misleads
+            raise NotADirectoryError(
+                errno.ENOTDIR, "exists and is not a directory", str(self.path.parent)
+            ) from None
         return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
     @property
     def pending_lines(self) -> int:
         return self._pending_lines
 
-    def write(self, text: str) -> None:
+    def write(self, text: str) -> bool:
         """Append ``text`` after what earlier failures left; raises ``WriteFailed`` when not
-        all of it is on disk (the rest is kept for the next call, up to the bound)."""
+        all of it is on disk (the rest is kept for the next call, up to the bound). True when
+        the path no longer named the open file and a new one was opened there."""
         data = text.encode("utf-8")
         self._pending += data  # in place: cheap while a full disk keeps megabytes pending
         self._pending_lines += data.count(b"\n")
         if not self._pending:
-            return
+            return False
+        followed = False
         try:
             if self._fd is None:  # a reopen failed earlier (rotation): try again now
                 self._fd = self._open()
+            else:
+                followed = self._follow_path()
             self._write_pending(self._fd)
         except OSError as exc:
             lost = self._bound_pending()
             raise WriteFailed(exc, self._pending_lines, lost) from exc
+        return followed
+
+    def _follow_path(self) -> bool:
+        """Reopen when the path no longer names the open file (deleted with its directory,
+        or moved away with no reopen signal): lines written to an unlinked file are lost
+        without an error. Raises OSError when the path cannot be opened (the lines are then
+        kept, not written to a file no one can read). As logging's WatchedFileHandler."""
+        assert self._fd is not None
+        try:
+            at_path = os.stat(self.path)
+        except (FileNotFoundError, NotADirectoryError):  # the reopen says what is wrong
+            pass
+        else:
+            opened = os.fstat(self._fd)
+            if (at_path.st_dev, at_path.st_ino) == (opened.st_dev, opened.st_ino):
+                return False
+        self.reopen()
+        return True
 
     def _write_pending(self, fd: int, upto: int | None = None) -> None:
         """Write the first ``upto`` pending bytes (all by default) and forget what was

@@ -361,7 +361,12 @@ class StateChangeLog:
         text = "".join(lines)
         if self._file is not None:
             try:
-                self._file.write(text)
+                if self._file.write(text):
+                    log.warning(
+                        "state-change log file was removed or replaced; writing to a new "
+                        "file at its path",
+                        path=str(self._file.path),
+                    )
             except WriteFailed as exc:
                 # A full disk must not stop the controller: say so loudly; what was not
                 # written is retried with the next event's lines (lost only past a bound).

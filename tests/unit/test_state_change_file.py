@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -176,3 +177,58 @@ def test_reopen_finishes_a_cut_line_in_the_old_file(
     f.close()
     assert (tmp_path / "sc.log.1").read_text() == "first line\n"
     assert path.read_text() == "second line\nthird line\n"
+
+
+def test_a_deleted_log_directory_is_recreated_and_no_line_goes_to_the_unlinked_file(
+    tmp_path: Path,
+) -> None:
+    """An operator's rm -rf of log.dir while the controller runs: the lines of the next events
+    go to a new file at the path (recreated), not to the open, unlinked one, where they
+    would be lost without an error."""
+    path = tmp_path / "logs" / "sc.log"
+    log = StateChangeLog(path, 1)
+    log.partition(TP, None, "NewPartition")
+    log.flush()
+    shutil.rmtree(tmp_path / "logs")
+    for state in ("OnlinePartition", "OfflinePartition"):
+        log.partition(TP, None, state)
+        log.flush()
+    log.close()
+    assert log.write_errors == 0
+    assert [r["to_state"] for r in records(path)] == ["OnlinePartition", "OfflinePartition"]
+
+
+def test_a_file_replaced_at_the_path_is_followed(tmp_path: Path) -> None:
+    """Moved away with no SIGHUP (a rotation tool without a postrotate), and another file put
+    at the path: the next write goes to the file at the path."""
+    path = tmp_path / "sc.log"
+    f = LineFile(path)
+    assert f.write("one\n") is False
+    path.rename(tmp_path / "sc.log.1")
+    path.write_text("")  # e.g. logrotate's create
+    assert f.write("two\n") is True
+    assert f.write("three\n") is False
+    f.close()
+    assert (tmp_path / "sc.log.1").read_text() == "one\n"
+    assert path.read_text() == "two\nthree\n"
+
+
+def test_when_the_path_cannot_be_reopened_the_lines_are_kept_and_written_later(
+    tmp_path: Path,
+) -> None:
+    """The directory is gone and a plain file now sits where it was: the write fails (counted,
+    logged) and keeps the lines; once the path is usable again they are written there."""
+    logs = tmp_path / "logs"
+    path = logs / "sc.log"
+    f = LineFile(path)
+    f.write("one\n")
+    shutil.rmtree(logs)
+    logs.write_text("not a directory")
+    with pytest.raises(WriteFailed) as exc:
+        f.write("two\n")
+    assert exc.value.errno == errno.ENOTDIR and exc.value.pending_lines == 1
+    assert "is not a directory" in str(exc.value)
+    logs.unlink()
+    assert f.write("three\n") is True
+    f.close()
+    assert path.read_text() == "two\nthree\n"
