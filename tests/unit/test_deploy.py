@@ -420,6 +420,8 @@ def test_systemd_unit() -> None:
     assert entries["ExecReload"] == ["/bin/kill -HUP $MAINPID"]  # SIGHUP = reload
     assert entries["KillSignal"] == ["SIGTERM"]
     assert entries["Restart"] == ["on-failure"]
+    # A configuration error (exit 2, as `run` returns for one) is not retried forever.
+    assert entries["RestartPreventExitStatus"] == ["2"]
     assert entries["User"] == ["zk-controller"]
     # The example configuration and per-host file pass the daemon's validation.
     host_env = dict(
