@@ -61,6 +61,7 @@ from controller.security.tls import TlsConfigError
 from controller.signals import SignalInbox
 from controller.zk.chroot import create_chroot_if_necessary
 from controller.zk.codecs import INT32_MAX
+from controller.zk.codecs.brokers import check_endpoint_host
 from controller.zk.errors import ZkError
 from controller.zk.kazoo_port import KazooPort
 
@@ -79,6 +80,13 @@ def _listen(value: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return value
+
+
+def _advertised_host(value: str) -> str:
+    try:
+        return check_endpoint_host(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _bool(value: str) -> bool:
@@ -172,6 +180,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--advertised-host",
+        type=_advertised_host,
         default=None,
         metavar="HOST",
         help="host to register (default: the listen host, or the FQDN for a wildcard address)",

@@ -166,6 +166,15 @@ def test_the_broker_command_refuses_a_malformed_feature_range() -> None:
     assert "expected NAME=MIN-MAX with 1 <= MIN <= MAX <= 32767, got 'f=3-1'" in r.stderr
 
 
+def test_the_broker_command_refuses_an_advertised_host_no_controller_would_accept() -> None:
+    # Kafka refuses an unparseable advertised.listeners at start; registering it would leave a
+    # broker that looks healthy but is never live to the controller.
+    r = cli("broker", "--broker-id", "1", "--zookeeper", "127.0.0.1:1",
+            "--advertised-host", "bad host")  # fmt: skip
+    assert r.returncode == 2
+    assert "--advertised-host: 'bad host' is not a valid endpoint host" in r.stderr
+
+
 # -- AllocateProducerIds ---------------------------------------------------------------------------
 
 

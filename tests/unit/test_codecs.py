@@ -182,6 +182,15 @@ class TestEncodeDetails:
         doc = json.loads(codecs.encode_broker_registration(reg))
         assert (doc["host"], doc["port"]) == ("i", 2)
 
+    @pytest.mark.parametrize("host", ["bad host", "h/1", "[::1]", "héte", "a:b]x"])
+    def test_broker_endpoint_hosts_the_decoder_would_refuse_are_not_encoded(
+        self, host: str
+    ) -> None:
+        # Such a registration would be written, then ignored by every controller as malformed.
+        reg = codecs.BrokerRegistration(1, (EndPoint("PLAINTEXT", host, 9092),))
+        with pytest.raises(ValueError, match="is not a valid endpoint host"):
+            codecs.encode_broker_registration(reg)
+
     def test_broker_ipv6_endpoint_is_bracketed(self) -> None:
         reg = codecs.BrokerRegistration(1, (EndPoint("PLAINTEXT", "::1", 9092),))
         doc = json.loads(codecs.encode_broker_registration(reg))

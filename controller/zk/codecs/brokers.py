@@ -28,6 +28,18 @@ from controller.zk.codecs.key_order import (
 SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 # Kafka's endpoint grammar (SocketServerConfigs): LISTENER://host:port, IPv6 hosts in brackets.
 _ENDPOINT = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]{1,10})")
+_HOST = re.compile(r"[0-9a-zA-Z\-%._:]*")  # as _ENDPOINT
+
+
+def check_endpoint_host(host: str) -> str:
+    """``host`` if an endpoint naming it parses back (the controller ignores a registration
+    that does not); else ValueError saying why."""
+    if not _HOST.fullmatch(host):
+        raise ValueError(
+            f"{host!r} is not a valid endpoint host (letters, digits and '-', '.', '_', ':', "
+            "'%' only: a host name, an IPv4 or IPv6 address)"
+        )
+    return host
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +62,8 @@ def encode_broker_registration(reg: BrokerRegistration) -> bytes:
     """Kafka's BrokerIdZNode.encode: rack from v3, protocol map from v4, features from v5."""
     if not 1 <= reg.version <= 5:
         raise ValueError(f"unsupported broker registration version {reg.version}")
+    for e in reg.endpoints:
+        check_endpoint_host(e.host)  # else no controller would take the registration
     # Old clients read the top-level host/port: the first PLAINTEXT endpoint, if any.
     plain = next((e for e in reg.endpoints if e.security_protocol == "PLAINTEXT"), None)
     doc: dict[str, Any] = {
