@@ -20,6 +20,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import dataclasses
+import datetime
 import gc
 import signal
 import socket
@@ -51,7 +52,13 @@ from controller.rpc.server import (
 from controller.rpc.service import ControllerServicer
 from controller.security import authz
 from controller.security.acls import zk_security_from_config
-from controller.security.tls import ClientTls, ServerTls, client_tls, server_tls
+from controller.security.tls import (
+    ClientTls,
+    ServerTls,
+    TlsConfigError,
+    client_tls,
+    server_tls,
+)
 from controller.signals import SignalInbox
 from controller.state_change_log import StateChangeLog
 from controller.zk import limits, paths
@@ -214,11 +221,14 @@ class ControllerDaemon:
         gc.set_threshold(*GC_THRESHOLDS)
         freeze_heap_after_failover(self.controller, self.channel)
         listen = config.grpc_listen
+        server_tls = _grpc_server_tls(config)
+        if server_tls is not None:
+            self.metrics.watch_tls_certificate(lambda: _not_after(server_tls))
         self.grpc = ControllerGrpcServer(
             # gRPC refuses an empty host; ":PORT" means every interface, as for metrics.listen.
             str(listen) if listen.host else f"0.0.0.0:{listen.port}",
             max_workers=config.grpc_max_workers,
-            tls=_grpc_server_tls(config),
+            tls=server_tls,
             interceptors=authz.interceptors(
                 {
                     ADMIN_SERVICE: authz.parse_principals(config.admin_allowed_principals),
@@ -513,8 +523,20 @@ def check_security_files(config: ControllerConfig) -> None:
     """Read every credentials, certificate and key file the daemon would read at start:
     ``run --validate-config`` reports them. Raises CredentialsError or TlsConfigError."""
     zk_security_from_config(config)
-    _grpc_server_tls(config)
+    server = _grpc_server_tls(config)
     _broker_client_tls(config)
+    validity = server.validity if server is not None else None
+    if validity is not None and validity.expired(datetime.datetime.now(datetime.UTC)):
+        # The daemon would start (and log it); a check before a deployment should fail.
+        raise TlsConfigError(
+            f"the TLS certificate {config.grpc_tls_cert_file} (grpc.tls.cert.file) expired "
+            f"on {validity.not_after.isoformat()}"
+        )
+
+
+def _not_after(tls: ServerTls) -> float | None:
+    validity = tls.validity
+    return None if validity is None else validity.not_after.timestamp()
 
 
 def _grpc_server_tls(config: ControllerConfig) -> ServerTls | None:

@@ -28,6 +28,7 @@ counter reset.
 from __future__ import annotations
 
 import contextlib
+import math
 import platform
 import threading
 from collections.abc import Callable, Iterable
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Histogram, Info
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, RestrictedRegistry
 
@@ -433,6 +434,25 @@ class ControllerMetrics:
 
     def set_session_state_source(self, source: Callable[[], str] | None) -> None:
         self._session_state_source = source
+
+    def watch_tls_certificate(self, source: Callable[[], float | None]) -> None:
+        """Export the gRPC server certificate's expiry (``source``: its notAfter as a Unix
+        time, read at scrape time so rotations show); call once, only with TLS on."""
+
+        def read() -> float:
+            try:
+                value = source()
+            except Exception:  # a broken source must not fail the whole scrape
+                log.exception("TLS certificate source failed")
+                return math.nan
+            return math.nan if value is None else value
+
+        Gauge(
+            PREFIX + "tls_certificate_expiry_timestamp_seconds",
+            "When the TLS certificate the gRPC server presents expires (notAfter, Unix "
+            "time); follows certificate rotations. Absent without TLS.",
+            registry=self._registry,
+        ).set_function(read)
 
     def read_session_state(self) -> str | None:
         if self._session_state_source is None:

@@ -54,4 +54,5 @@ def exported_series_names() -> set[str]:
     for kind in ELECTION_TYPES:
         m.inc_leader_elections(kind)
     m.inc_event_errors("BrokerChange")
+    m.watch_tls_certificate(lambda: 2e9)  # exported only with TLS on
     return {sample.name for family in m.registry.collect() for sample in family.samples}

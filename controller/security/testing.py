@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-_VALIDITY = datetime.timedelta(days=2)
+_VALIDITY = datetime.timedelta(days=30)  # past the daemon's 14-day expiry warning
 _BACKDATE = datetime.timedelta(minutes=5)  # tolerate small clock differences
 
 
@@ -127,9 +127,17 @@ class CertificateAuthority:
         _write(path, self.cert_pem)
         return path
 
-    def issue(self, common_name: str, sans: Sequence[str] = ()) -> IssuedCertificate:
+    def issue(
+        self,
+        common_name: str,
+        sans: Sequence[str] = (),
+        *,
+        not_before: datetime.datetime | None = None,
+        not_after: datetime.datetime | None = None,
+    ) -> IssuedCertificate:
         """A leaf certificate for ``common_name`` with subject alternative names ``sans``
-        (IP addresses, DNS names, or URIs when they contain ``://``)."""
+        (IP addresses, DNS names, or URIs when they contain ``://``), valid from a while
+        ago for a long while unless ``not_before``/``not_after`` say otherwise."""
         key = ec.generate_private_key(ec.SECP256R1())
         now = _now()
         builder = (
@@ -138,8 +146,8 @@ class CertificateAuthority:
             .issuer_name(self.certificate.subject)
             .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - _BACKDATE)
-            .not_valid_after(now + _VALIDITY)
+            .not_valid_before(now - _BACKDATE if not_before is None else not_before)
+            .not_valid_after(now + _VALIDITY if not_after is None else not_after)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(
                 x509.ExtendedKeyUsage(

@@ -19,6 +19,7 @@ the CA bundle during the handshake; what an authenticated client may call is ``a
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import os
 import ssl
@@ -31,6 +32,8 @@ from typing import Any
 import grpc
 import structlog
 
+from controller.security.cert_validity import Validity, validity_of_pem
+
 log = structlog.get_logger("controller.security.tls")
 
 ChannelOptions = Sequence[tuple[str, Any]]
@@ -39,6 +42,27 @@ _Stamp = tuple[tuple[int, int, int] | None, ...]
 
 class TlsConfigError(ValueError):
     """TLS files missing, unreadable or not a matching certificate and key."""
+
+
+#: A certificate this close to its end is logged as a warning at every load (start, reload).
+EXPIRY_WARNING = datetime.timedelta(days=14)
+
+
+def _report_validity(what: str, path: Path | None, validity: Validity | None) -> None:
+    """Say so when a certificate is, or soon will be, unusable: peers would refuse every
+    handshake, and only they would say why."""
+    if validity is None:
+        return
+    now = datetime.datetime.now(datetime.UTC)
+    where = {"file": str(path), "not_before": validity.not_before.isoformat(),
+             "not_after": validity.not_after.isoformat()}  # fmt: skip
+    if validity.expired(now):
+        log.error(f"the {what} has expired: peers will refuse its handshakes", **where)
+    elif validity.not_yet_valid(now):
+        log.warning(f"the {what} is not valid yet (clock skew?)", **where)
+    elif validity.not_after - now < EXPIRY_WARNING:
+        log.warning(f"the {what} expires soon", days_left=(validity.not_after - now).days,
+                    **where)  # fmt: skip
 
 
 def _stamp(paths: Sequence[Path | None]) -> _Stamp:
@@ -154,6 +178,13 @@ class _Reloader:
             self.contents = files.load()  # raises: a bad configuration fails the start
             if self._stamp_after_check(self._stamp):
                 break
+        _report_validity(what, files.cert_file, self.validity)
+
+    @property
+    def validity(self) -> Validity | None:
+        """The current certificate's validity period (None: no certificate)."""
+        cert = self.contents[0]
+        return None if cert is None else validity_of_pem(cert)
 
     def _stamp_after_check(self, before: _Stamp) -> bool:
         # A writer between our stat and our read would leave mixed files: read again later.
@@ -182,6 +213,7 @@ class _Reloader:
         cert = contents[0]
         log.info(f"reloaded the {self._what}",
                  cert_sha256=fingerprint(cert) if cert else None)  # fmt: skip
+        _report_validity(self._what, self.files.cert_file, self.validity)
         return True
 
 
@@ -222,6 +254,11 @@ class ServerTls:
         """How many times new files were taken (for tests and logs)."""
         return self._reloader.generation
 
+    @property
+    def validity(self) -> Validity | None:
+        """The served certificate's validity period, for the expiry metric."""
+        return self._reloader.validity
+
 
 class ClientTls:
     """TLS credentials for gRPC channels (trust: the CA file, else the system roots; optionally
@@ -243,6 +280,11 @@ class ClientTls:
             cached = (generation, grpc.ssl_channel_credentials(ca, key, cert))
             self._credentials = cached
         return cached
+
+    @property
+    def validity(self) -> Validity | None:
+        """The client certificate's validity period (None without one)."""
+        return self._reloader.validity
 
     def options(self) -> list[tuple[str, Any]]:
         if self.server_name_override:

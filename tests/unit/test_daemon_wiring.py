@@ -401,3 +401,28 @@ def test_a_file_value_the_environment_overrides_is_logged_as_a_warning(tmp_path:
             "source": "env ZK_CONNECT",
         }
     ]
+
+
+def test_the_server_certificate_expiry_is_exported_and_follows_rotations(tmp_path: Path) -> None:
+    import datetime
+    import os
+
+    from controller.security.testing import CertificateAuthority
+
+    gauge = "kafka_controller_tls_certificate_expiry_timestamp_seconds"
+    assert daemon_with(tmp_path).metrics.registry.get_sample_value(gauge) is None  # no TLS
+    ca = CertificateAuthority("wiring-ca")
+    now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    first = now + datetime.timedelta(days=40)
+    cert, key = ca.issue("c", sans=("127.0.0.1",), not_after=first).write(tmp_path / "c")
+    daemon = daemon_with(
+        tmp_path, **{"grpc.tls.cert.file": str(cert), "grpc.tls.key.file": str(key)}
+    )
+    assert daemon.metrics.registry.get_sample_value(gauge) == first.timestamp()
+    second = now + datetime.timedelta(days=90)
+    ca.issue("c", sans=("127.0.0.1",), not_after=second).write(tmp_path / "c")
+    for path in (cert, key):  # a visible change even with coarse timestamps
+        st = os.stat(path)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert daemon.grpc.tls is not None and daemon.grpc.tls.fetch() is not None  # a handshake
+    assert daemon.metrics.registry.get_sample_value(gauge) == second.timestamp()

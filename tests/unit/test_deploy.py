@@ -60,7 +60,7 @@ def test_promtool_checks_the_config_and_the_rules_it_loads() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     # rule_files is relative to the config, so the rules are checked as part of it.
     assert "1 rule files found" in result.stdout + result.stderr
-    assert "13 rules found" in result.stdout + result.stderr
+    assert "14 rules found" in result.stdout + result.stderr
 
 
 def test_promtool_checks_the_rules() -> None:

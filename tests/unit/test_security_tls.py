@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import fcntl
 import os
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 import structlog
 
 from controller.security import authz
+from controller.security.cert_validity import Validity, validity_of_der, validity_of_pem
 from controller.security.testing import CertificateAuthority
 from controller.security.tls import (
     ChannelOpener,
@@ -329,3 +331,92 @@ def test_a_missing_certificate_or_key_file_is_named_as_missing(
         with pytest.raises(TlsConfigError) as exc:
             TlsFiles(cert, key).load()
         assert str(exc.value) == f"cannot read the TLS {what} {missing}: No such file or directory"
+
+
+# -- certificate validity: logged at every load, exported, refused by --validate-config --------
+
+
+@pytest.mark.parametrize(
+    ("not_before", "not_after"),
+    [
+        ("2020-01-02T03:04:05", "2049-12-31T23:59:59"),  # UTCTime both (years < 2050)
+        ("1999-06-30T12:00:00", "2051-01-01T00:00:00"),  # 19YY UTCTime; GeneralizedTime
+    ],
+)
+def test_the_validity_period_is_read_from_the_certificate(
+    ca: CertificateAuthority, not_before: str, not_after: str
+) -> None:
+    start, end = (datetime.datetime.fromisoformat(t).replace(tzinfo=datetime.UTC)
+                  for t in (not_before, not_after))  # fmt: skip
+    issued = ca.issue("server", not_before=start, not_after=end)
+    assert validity_of_pem(issued.cert_pem) == Validity(start, end)
+    # The same as a full crypto library reads it.
+    assert issued.certificate.not_valid_after_utc == end
+
+
+def test_no_validity_for_what_is_not_a_certificate(ca: CertificateAuthority) -> None:
+    issued = ca.issue("server")
+    assert validity_of_pem(issued.key_pem) is None
+    not_der = b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+    assert validity_of_pem(not_der) is None
+    with pytest.raises(ValueError):
+        validity_of_der(b"\x30\x82\xff\xff\x30")  # a length past the end
+
+
+def _issue_files(
+    tmp_path: Path, ca: CertificateAuthority, *, not_before: datetime.datetime,
+    not_after: datetime.datetime,
+) -> TlsFiles:  # fmt: skip
+    cert, key = ca.issue("server", sans=("127.0.0.1",), not_before=not_before,
+                         not_after=not_after).write(tmp_path / "server")  # fmt: skip
+    return TlsFiles(cert, key, ca.write(tmp_path / "ca.crt"))
+
+
+def test_an_expired_or_expiring_certificate_is_logged_at_start_and_at_reload(
+    tmp_path: Path, ca: CertificateAuthority
+) -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    day = datetime.timedelta(days=1)
+    files = _issue_files(tmp_path, ca, not_before=now - 30 * day, not_after=now - day)
+    with structlog.testing.capture_logs() as logs:
+        tls = ServerTls(files)
+    expired = [entry for entry in logs if "has expired" in entry["event"]]
+    assert len(expired) == 1 and expired[0]["log_level"] == "error"
+    assert expired[0]["file"] == str(files.cert_file)
+    assert tls.validity is not None and tls.validity.expired(now)
+    # Rotated to one that expires in three days: a warning, with the days left.
+    _issue_files(tmp_path, ca, not_before=now - day, not_after=now + 3 * day)
+    _bump(files.cert_file, files.key_file)  # type: ignore[arg-type]
+    with structlog.testing.capture_logs() as logs:
+        assert tls.fetch() is not None
+    soon = [entry for entry in logs if "expires soon" in entry["event"]]
+    assert len(soon) == 1 and soon[0]["log_level"] == "warning" and soon[0]["days_left"] == 2
+    # A certificate with a long life left says nothing about its validity.
+    with structlog.testing.capture_logs() as logs:
+        ServerTls(_files(tmp_path, ca))
+    assert not [entry for entry in logs if "expire" in entry["event"]]
+
+
+def test_validate_config_refuses_an_expired_certificate(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    ca: CertificateAuthority,
+) -> None:  # fmt: skip
+    from controller.cli.main import main
+
+    for name in list(os.environ):
+        if name == "ZK_CONNECT" or name.startswith("ZKC_"):
+            monkeypatch.delenv(name)
+    now = datetime.datetime.now(datetime.UTC)
+    files = _issue_files(tmp_path, ca, not_before=now - datetime.timedelta(days=30),
+                         not_after=now - datetime.timedelta(hours=1))  # fmt: skip
+    args = ["run", "--validate-config", "--controller-id", "0", "--zookeeper", "zk:2181",
+            "--grpc-tls-cert-file", str(files.cert_file), "--grpc-tls-key-file",
+            str(files.key_file)]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("security configuration: the TLS certificate")
+    assert f"{files.cert_file} (grpc.tls.cert.file) expired on" in err
+    # A valid one passes.
+    good = _files(tmp_path, ca)
+    assert main([*args[:-4], "--grpc-tls-cert-file", str(good.cert_file),
+                 "--grpc-tls-key-file", str(good.key_file)]) == 0  # fmt: skip
