@@ -245,11 +245,14 @@ class ControllerDaemon:
         self._endpoint_lost = False
 
     def readiness(self) -> Readiness:
+        # Read once: a resignation clears "active" before the epoch, and an epoch beside
+        # active=false contradicts the contract (null on a standby).
+        active = self.controller.serving_active
         return Readiness(
             zookeeper_connected=self.port.state is SessionState.CONNECTED,
-            active=self.controller.is_active,
+            active=active,
             controller_id=self.config.controller_id,
-            epoch=self.controller.context.epoch or None,
+            epoch=(self.controller.context.epoch or None) if active else None,
         )
 
     def start(self) -> None:

@@ -93,12 +93,16 @@ class Controller:
         )
         self._session_lost = False
         self._shut_down = False  # our own session close then reads as LOST: not an expiry
+        # Session losses heard (kazoo's thread) and the last one whose Expire was processed:
+        # between the two, is_active is stale (the Expire waits behind the event in progress).
+        self._expires_heard = 0
+        self._expires_handled = 0
         self._handlers: dict[type[ControllerEvent], Handler] = {}
         # Called on the event thread after every event (e.g. gRPC health follows is_active).
         self.after_event_hooks: list[Callable[[Controller], None]] = []
         if metrics is not None:
             metrics.set_state_source(lambda: self.events.state)
-            metrics.set_leadership_source(lambda: (self.is_active, self.context.epoch))
+            metrics.set_leadership_source(lambda: (self.serving_active, self.context.epoch))
             metrics.set_queue_size_source(self.events.queue_size)
         self._build_components()
 
@@ -136,6 +140,15 @@ class Controller:
     @property
     def is_active(self) -> bool:
         return self.active_controller_id == self.controller_id
+
+    @property
+    def serving_active(self) -> bool:
+        """Active as far as anyone outside should know: ``is_active`` and no session loss
+        heard whose Expire is still queued. While the event thread is busy, ``is_active``
+        stays true after the session expired, and another controller may already be elected;
+        health, readiness, the ActiveControllerCount gauge and RPCs must not say "active"
+        meanwhile. (Handlers keep using ``is_active``: the resume path relies on it.)"""
+        return self.is_active and self._expires_handled >= self._expires_heard
 
     @property
     def epoch(self) -> int:
@@ -195,6 +208,7 @@ class Controller:
             return
         if state is SessionState.LOST:
             self._session_lost = True
+            self._expires_heard += 1  # before the Expire is queued: it clears this
             if self.metrics is not None:
                 self.metrics.inc_zookeeper_session_expirations()
             self.events.clear_and_put(Expire())
@@ -207,6 +221,8 @@ class Controller:
     # -- the event processor -------------------------------------------------------------
 
     def process(self, event: ControllerEvent) -> None:
+        # An Expire covers every session loss heard before it was taken.
+        expires_heard = self._expires_heard if isinstance(event, Expire) else None
         bind_controller_context(self.controller_id, self.context.epoch)
         self.state_change_log.set_event(event.name)
         handler = self._handlers.get(type(event))
@@ -241,6 +257,8 @@ class Controller:
                 self.metrics.inc_event_errors(event.name)
             self._fail_reply(event, exc)
         finally:
+            if expires_heard is not None:
+                self._expires_handled = expires_heard
             self.state_change_log.flush()
             self.refresh_metrics()
             for hook in self.after_event_hooks:

@@ -151,7 +151,12 @@ class ControllerEventManager:
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
-        self._running = True
+        """Start the event thread; nothing once closed (a stop that raced the start: the
+        thread would skip the shutdown marker and wait for ever, every new event preempted)."""
+        with self._cond:
+            if self._closed:
+                return
+            self._running = True
         self._thread.start()
 
     def close(self, timeout: float | None = 30.0) -> bool:

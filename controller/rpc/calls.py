@@ -102,8 +102,9 @@ def await_reply(
     RPC ends DEADLINE_EXCEEDED and the broker resends it (harmless: a resent AlterPartition or
     ControlledShutdown is answered from the current state; a producer-id block is skipped).
     """
-    if not ctl.is_active:
-        raise NotControllerError(ctl.active_controller_id)
+    if not ctl.serving_active:
+        # Still "active" with a session loss pending: who is active now is not known here.
+        raise NotControllerError(-1 if ctl.is_active else ctl.active_controller_id)
     slots.acquire(event.name)
     try:
         return _queue_and_wait(ctl, event, context, timeout_ms, timeout_in_response)

@@ -137,7 +137,7 @@ def follow_active_state(
 
     def update() -> None:
         with lock:
-            serving = controller.is_active and connected[0]
+            serving = controller.serving_active and connected[0]
             if serving != last[0]:
                 last[0] = serving
                 server.set_active(serving)

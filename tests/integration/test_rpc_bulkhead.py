@@ -5,6 +5,7 @@ that wait for the event thread may not take every worker thread."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from concurrent import futures
 from dataclasses import dataclass
@@ -149,6 +150,49 @@ def test_health_is_not_serving_while_the_active_controller_is_cut_off_from_zooke
         h.zk.reconnect(h.port.inner)
         wait_until(lambda: health_status(channel, CONTROLLER_SERVICE) == SERVING, what="SERVING")
     finally:
+        channel.close()
+        server.stop(grace=0)
+        h.close()
+
+
+def test_after_a_session_expiry_a_busy_controller_stops_saying_it_is_active() -> None:
+    """The session expires while the event thread is busy, and the client gets a new session
+    at once: ``is_active`` stays true until the queued Expire is processed (after the event
+    in progress), but another controller may already be elected. Meanwhile health is
+    NOT_SERVING, the ActiveControllerCount gauge reads 0 and RPCs are refused at once as
+    NOT_CONTROLLER (they used to wait and time out, 'may still be applied', never applied)."""
+    from controller.metrics import ControllerMetrics
+
+    metrics = ControllerMetrics(controller_id=9)
+    h = ControllerHarness(controller_id=9, metrics=metrics)
+    epoch = h.register_broker(1).epoch
+    server = ControllerGrpcServer("127.0.0.1:0", max_workers=RESERVED_WORKERS + WAITING)
+    server.add_controller_service(ControllerServicer(h.controller, server.waiting))
+    follow_active_state(server, h.controller, h.port)
+    server.start()
+    channel = grpc.insecure_channel(server.address)
+    release = threading.Event()
+    gauge = "kafka_controller_active_controller_count"
+    try:
+        h.start()
+        h.controller.events.start()
+        h.controller.call(lambda ctl: None, 10)
+        assert health_status(channel, CONTROLLER_SERVICE) == SERVING
+        assert metrics.registry.get_sample_value(gauge) == 1
+        busy_event_thread(Served(h, server, channel, epoch, release))
+        h.zk.expire(h.port.inner)  # LOST, then CONNECTED on a new session
+        assert h.controller.is_active  # the Expire waits behind the event in progress
+        assert not h.controller.serving_active
+        assert health_status(channel, CONTROLLER_SERVICE) != SERVING
+        assert metrics.registry.get_sample_value(gauge) == 0
+        stub = controller_pb2_grpc.ControllerServiceStub(channel)
+        request = controller_pb2.AllocateProducerIdsRequest(broker_id=1, broker_epoch=epoch)
+        started = time.monotonic()
+        response = stub.AllocateProducerIds(request, timeout=30)
+        assert response.error_code == Errors.NOT_CONTROLLER
+        assert time.monotonic() - started < 5  # at once, not after waiting on the event
+    finally:
+        release.set()
         channel.close()
         server.stop(grace=0)
         h.close()

@@ -426,3 +426,17 @@ def test_the_server_certificate_expiry_is_exported_and_follows_rotations(tmp_pat
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     assert daemon.grpc.tls is not None and daemon.grpc.tls.fetch() is not None  # a handshake
     assert daemon.metrics.registry.get_sample_value(gauge) == second.timestamp()
+
+
+def test_readiness_reports_an_epoch_only_while_active(tmp_path: Path) -> None:
+    # A resignation clears the active id before it resets the context's epoch: /readyz read
+    # the two separately and reported active=false beside an epoch (null on a standby).
+    daemon = daemon_with(tmp_path)
+    ctl = daemon.controller
+    ctl.context.epoch = 5
+    ctl.active_controller_id = 7  # another controller
+    ready = daemon.readiness()
+    assert (ready.active, ready.epoch) == (False, None)
+    ctl.active_controller_id = ctl.controller_id
+    ready = daemon.readiness()
+    assert (ready.active, ready.epoch) == (True, 5)

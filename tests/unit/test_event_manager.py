@@ -226,3 +226,14 @@ def test_event_interrupted_by_session_loss_answers_not_controller():
         exc = probe.reply.exception(timeout=1)
         assert isinstance(exc, NotControllerError)
         assert error_for_exception(exc) == Errors.NOT_CONTROLLER
+
+
+def test_a_start_after_close_starts_no_thread(processor):
+    # A stop that raced the daemon's start: the thread used to skip the shutdown marker (it
+    # was "running" again) and wait for ever, every new event preempted, a second close False.
+    manager = ControllerEventManager(processor)
+    assert manager.close(timeout=1)
+    manager.start()
+    manager.put(BrokerChange())
+    assert manager.close(timeout=1)
+    assert not manager._thread.is_alive() and processor.processed == []
