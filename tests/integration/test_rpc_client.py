@@ -43,6 +43,7 @@ class ElectingController:
     controller_id = CONTROLLER_ID
     active_controller_id = CONTROLLER_ID
     is_active = True
+    serving_active = True  # no session loss pending
 
     def __init__(self) -> None:
         self.events: list[Any] = []

@@ -26,6 +26,7 @@ class JustMovedController:
     controller_id = 5
     active_controller_id = 5
     is_active = True
+    serving_active = True  # no session loss pending
 
     def put(self, event: Any) -> None:
         event.reply.set_exception(ControllerMovedError())
@@ -65,6 +66,7 @@ class Standby:
     controller_id = 5
     active_controller_id = 7
     is_active = False
+    serving_active = False  # no session loss pending
 
     def put(self, event: Any) -> None:
         raise AssertionError(f"a standby queued {event.name}")

@@ -63,6 +63,7 @@ class Standby:
     controller_id = 1
     active_controller_id = 2
     is_active = False
+    serving_active = False  # no session loss pending
 
 
 def test_malformed_request_bytes_are_invalid_argument_naming_the_method() -> None:

@@ -23,6 +23,7 @@ class StalledController:
     """Active, but its event thread never gets to the queued events."""
 
     is_active = True
+    serving_active = True  # no session loss pending
     active_controller_id = 5
 
     def __init__(self) -> None:
