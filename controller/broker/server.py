@@ -55,7 +55,7 @@ from controller.broker.shutdown import controlled_shutdown as run_controlled_shu
 from controller.broker.state import ReplicaState
 from controller.core.model import UNKNOWN_BROKER_EPOCH, EndPoint, TopicPartition
 from controller.security import authz
-from controller.security.tls import PLAINTEXT, TlsSettings, add_port
+from controller.security.tls import PLAINTEXT, TlsSettings, add_port, bind_failure_reason
 from controller.zk import paths
 from controller.zk.codecs import INT32_MAX, BrokerRegistration, encode_log_dir_event
 from controller.zk.errors import ZkError
@@ -225,10 +225,13 @@ class BrokerServer:
         )
         try:
             port = add_port(server, self.config.listen, self._server_tls)
-        except RuntimeError as exc:  # grpcio raises when it cannot bind
-            raise OSError(f"broker {self.broker_id} cannot listen on {self.config.listen}") from exc
+        except RuntimeError:  # grpcio raises when it cannot bind; its message says not why
+            port = 0
         if not port:
-            raise OSError(f"broker {self.broker_id} cannot listen on {self.config.listen}")
+            listen = self.config.listen
+            raise OSError(
+                f"broker {self.broker_id} cannot listen on {listen}: {bind_failure_reason(listen)}"
+            )
         self._server, self._health, self._port = server, health_servicer, port
         if self._zk is not None:
             # Register (and so learn our broker epoch) before serving, as Kafka's broker does:

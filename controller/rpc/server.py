@@ -36,7 +36,7 @@ from controller.api import MESSAGE_SIZE_OPTIONS
 from controller.api.malformed import MalformedRequestInterceptor
 from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
 from controller.rpc.calls import WaitingSlots
-from controller.security.tls import ServerTls, add_port
+from controller.security.tls import ServerTls, add_port, bind_failure_reason
 from controller.zk.port import SessionState, ZkPort
 
 if TYPE_CHECKING:
@@ -80,10 +80,12 @@ class ControllerGrpcServer:
         self.tls = tls
         try:
             self.port = add_port(self._server, address, tls)
-        except RuntimeError as exc:  # grpcio raises when it cannot bind
-            raise OSError(f"cannot bind the gRPC listener to {address}: {exc}") from None
+        except RuntimeError:  # grpcio raises when it cannot bind; its message says not why
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot bind the gRPC listener to {address}")
+            raise OSError(
+                f"cannot bind the gRPC listener to {address}: {bind_failure_reason(address)}"
+            )
         host = address.rsplit(":", 1)[0]
         self.address = f"{host}:{self.port}"
         self._services = [

@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import os
+import socket
 import ssl
 import threading
 from collections.abc import Callable, Sequence
@@ -451,6 +452,28 @@ def add_port(server: grpc.Server, address: str, tls: ServerTls | None) -> int:
     if tls is None:
         return server.add_insecure_port(address)
     return server.add_secure_port(address, tls.credentials())
+
+
+def bind_failure_reason(address: str) -> str:
+    """Why ``address`` cannot be bound, found by binding a plain socket to it: gRPC's own
+    error says only "Failed to bind" and logs the reason on a line of its own."""
+    host, _, port_text = address.rpartition(":")
+    host = host.strip("[]") or None  # "" binds every interface
+    try:
+        port = int(port_text)
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except ValueError:
+        return f"bad port {port_text!r}"
+    except socket.gaierror as exc:
+        return f"cannot resolve {host!r}: {exc.strerror or exc}"
+    for family, kind, proto, _, sockaddr in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC's listener
+            try:
+                probe.bind(sockaddr)
+            except OSError as exc:
+                return exc.strerror or str(exc)
+    return "gRPC refused it (GRPC_VERBOSITY=debug shows why)"
 
 
 @dataclass(frozen=True, slots=True)

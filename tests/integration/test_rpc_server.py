@@ -38,6 +38,21 @@ def test_a_port_held_by_another_program_is_an_oserror() -> None:
         port = holder.getsockname()[1]
         with pytest.raises(OSError, match=f"cannot bind the gRPC listener to 127.0.0.1:{port}"):
             ControllerGrpcServer(f"127.0.0.1:{port}")
+        # The reason is in the one line (gRPC's own error says only "Failed to bind").
+        with pytest.raises(OSError, match=r": Address already in use$"):
+            ControllerGrpcServer(f"127.0.0.1:{port}")
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("192.0.2.1:0", "Cannot assign requested address"),  # not this machine's (TEST-NET-1)
+        ("no-such-host.invalid:0", "cannot resolve 'no-such-host.invalid'"),
+    ],
+)
+def test_an_address_that_cannot_be_bound_says_why(address: str, reason: str) -> None:
+    with pytest.raises(OSError, match=f"cannot bind the gRPC listener to {address}: {reason}"):
+        ControllerGrpcServer(address)
 
 
 # Not a message: field 1, length-delimited, 5 bytes announced and 2 sent (a truncated request).
