@@ -29,7 +29,7 @@ from controller.core.events import (
 )
 from controller.logs import bind_controller_context
 from controller.zk import paths
-from controller.zk.errors import ControllerMovedError, MalformedZnodeError
+from controller.zk.errors import ControllerMovedError, MalformedZnodeError, NoAuthError
 from controller.zk.watches import ZNodeChangeHandler, ZNodeChildChangeHandler
 
 if TYPE_CHECKING:
@@ -190,9 +190,21 @@ class ControllerElection:
             else:
                 log.warning("elected but just resigned; another election will follow")
         except Exception as exc:
-            log.error("error while electing or becoming controller", error=str(exc), exc_info=True)
+            if isinstance(exc, NoAuthError):
+                # An identity or ACL problem, not a defect: one line per retry, no traceback.
+                log.error(
+                    "error while electing or becoming controller",
+                    error=str(exc),
+                    hint="ZooKeeper refused this controller's identity: check "
+                    "zookeeper.auth.* and the ACLs of the cluster's znodes",
+                )
+            else:
+                log.error(
+                    "error while electing or becoming controller", error=str(exc), exc_info=True
+                )
             try:
-                self.trigger_controller_move()
+                if ctl.is_active:  # else it failed before taking charge: nothing to move
+                    self.trigger_controller_move()
             except Exception as move_exc:
                 # /controller may still be ours: resign in memory anyway, so the retry below
                 # takes charge afresh (the resume path) instead of finding us "active".

@@ -284,6 +284,13 @@ def test_a_controller_with_the_wrong_digest_writes_nothing(
     assert snapshot() == before
     errors_logged = [e for e in logs if e.get("log_level") == "error"]
     assert any("NOAUTH" in str(e.get("error")) for e in errors_logged)
+    # One line per attempt naming what to check: no traceback, and no "controller has already
+    # moved" (nothing was taken, so there is nothing to move).
+    refusals = [e for e in errors_logged
+                if e["event"] == "error while electing or becoming controller"]  # fmt: skip
+    assert len(refusals) >= 2 and all("zookeeper.auth" in e["hint"] for e in refusals)
+    assert not any(e.get("exc_info") for e in refusals)
+    assert not any("already moved" in e["event"] for e in logs)
     # The right identity still can: a new controller takes over with the next epoch.
     epoch = int(before[paths.CONTROLLER_EPOCH][0])
     rightful = cluster.start_controller(2, **_secure(cluster, "digest", *DIGEST))
