@@ -55,6 +55,7 @@ from controller.zk.kazoo_support import (
     observed,
     to_stat,
     translate,
+    unresolvable_hosts,
     zxid_of,
 )
 from controller.zk.kazoo_watches import WatchKeeper
@@ -212,8 +213,10 @@ class KazooPort(WatchedReads, KazooWrites):
             raise errors.NoAuthError(_AUTH_REJECTED)
         if not self._client.connected:
             self.stop()
+            unresolved = unresolvable_hosts(self.connect)
+            why = f" (cannot resolve {', '.join(unresolved)})" if unresolved else ""
             raise errors.ConnectionLossError(
-                f"no ZooKeeper session with {self.connect} within {timeout}s"
+                f"no ZooKeeper session with {self.connect} within {timeout}s{why}"
             )
         if self._authenticates:
             self._check_authentication()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import socket
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
@@ -112,4 +113,23 @@ def op_results(ops: Sequence[Op], raw: Sequence[Any]) -> list[OpResult]:
             out.append(OpResult(stat=to_stat(r)))
         else:
             out.append(OpResult())
+    return out
+
+
+def unresolvable_hosts(connect: str) -> list[str]:
+    """The hosts of a connect string (``h1:2181,[::1]:2181/chroot``) that do not resolve:
+    kazoo only logs that, and a session that never comes looks like an unreachable server."""
+    out = []
+    for entry in connect.split("/", 1)[0].split(","):
+        entry = entry.strip()
+        if entry.startswith("["):
+            host = entry[1 : entry.find("]")]
+        else:
+            host = entry.rsplit(":", 1)[0] if ":" in entry else entry
+        try:
+            socket.getaddrinfo(host, None)
+        except socket.gaierror:
+            out.append(host)
+        except (UnicodeError, ValueError):  # a label too long, a NUL: unresolvable too
+            out.append(host)
     return out

@@ -18,6 +18,7 @@ from kazoo.protocol.states import KazooState, KeeperState
 
 from controller.zk import errors
 from controller.zk.kazoo_port import KazooPort
+from controller.zk.kazoo_support import unresolvable_hosts
 
 
 class _ScriptedClient:
@@ -89,6 +90,20 @@ def test_no_session_in_time_is_connection_loss() -> None:
     with pytest.raises(errors.ConnectionLossError, match=no_session):
         _port_with(client).start(timeout=0.3)
     assert client.stopped
+
+
+def test_no_session_with_a_host_that_does_not_resolve_says_so() -> None:
+    client = _ScriptedClient(False, KeeperState.CONNECTING)
+    port = _port_with(client)
+    port.connect = "127.0.0.1:2181,no-such-zk.invalid:2181/kafka"
+    unresolved = r"\(cannot resolve no-such-zk\.invalid\)$"
+    with pytest.raises(errors.ConnectionLossError, match=unresolved):
+        port.start(timeout=0.3)
+
+
+def test_connect_string_hosts_that_do_not_resolve() -> None:
+    assert unresolvable_hosts("localhost:2181,[::1]:2181,127.0.0.1/chroot") == []
+    assert unresolvable_hosts("a.invalid:2181,[::1]:2181,b.invalid/x") == ["a.invalid", "b.invalid"]
 
 
 def test_a_live_session_starts() -> None:
