@@ -358,6 +358,7 @@ class ControllerDaemon:
             return
         self._stopped = True
         log.info("stopping controller", controller_id=self.config.controller_id)
+        self.controller.election.stop_electing()
         resign = Resign()
         # Ahead of any backlog, as Kafka's shutdown clears its queue: the standby takes over
         # at once, and queued requests are answered NOT_CONTROLLER (their callers retry there).

@@ -50,6 +50,12 @@ class ControllerElection:
         # stopping controller must not win the election it just left.
         self._stopping = False
 
+    def stop_electing(self) -> None:
+        """A stop has begun: win no election from now on, also if the Resign that would say
+        so is dropped (a session expiry preempts it and the new session re-elects). Set from
+        the stopping thread; ``elect`` reads it on the event thread (a plain flag)."""
+        self._stopping = True
+
     def handlers(self) -> dict[type, Any]:
         return {
             Startup: lambda e: self.process_startup(),

@@ -354,12 +354,33 @@ def test_a_resign_dropped_by_a_session_expiry_is_not_taken_as_done() -> None:
         resign.done.result(0)
 
 
+def test_a_stopping_controller_whose_resign_was_dropped_does_not_win_again() -> None:
+    """stop() has begun, and a session expiry drops its Resign: the new session's re-election
+    must not make the stopping controller active again (a needless extra failover when its
+    session is closed a moment later)."""
+    h = ControllerHarness(controller_id=1)
+    h.register_broker(1)
+    h.start()
+    assert h.controller.is_active
+    h.controller.election.stop_electing()  # what stop() does first
+    resign = Resign()
+    h.controller.events.clear_and_put(resign)
+    h.zk.expire(h.port.inner, reconnect=True)  # drops the Resign; a new session
+    h.drain()
+    assert resign.done.done() and not h.controller.is_active
+    assert h.zk.snapshot().get("/controller") is None  # a standby may take it
+
+
 class _PreemptingControllerStub:
     """stop()'s view of the controller when a session expiry drops its Resign."""
 
     def __init__(self) -> None:
         self.calls: list[object] = []
         self.events = self
+        self.election = self
+
+    def stop_electing(self) -> None:
+        self.calls.append("stop_electing")
 
     def clear_and_put(self, event: Resign) -> None:
         event.preempt()
@@ -378,7 +399,7 @@ def test_stop_treats_a_dropped_resign_as_not_resigned(tmp_path: Path) -> None:
     daemon.controller = stub  # type: ignore[assignment]
     daemon._close_session = lambda: closed.append("closed")  # type: ignore[method-assign]
     daemon.stop(resign_timeout=5.0)
-    assert stub.calls == ["mark_stopping", ("shutdown", 5.0)]
+    assert stub.calls == ["stop_electing", "mark_stopping", ("shutdown", 5.0)]
     assert closed == ["closed", "closed"]  # at once for the standby, and again at the end
 
 
