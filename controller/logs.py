@@ -13,6 +13,7 @@ that logs (the event thread binds per event; servicers bind per RPC).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from collections.abc import Iterable
@@ -100,6 +101,27 @@ class _RedactZooKeeperSecrets(logging.Filter):
 _REDACT = _RedactZooKeeperSecrets()
 
 
+class _LogStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler that says once, not at every line, that its stream has gone (the
+    reader of stdout exited: a pipe to a log shipper that died). The daemon runs on."""
+
+    _gone = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, BrokenPipeError):
+            super().handleError(record)
+            return
+        if not self._gone:
+            self._gone = True
+            with contextlib.suppress(Exception):
+                sys.stderr.write(
+                    "zk-controller: the log stream is closed (broken pipe); "
+                    "log lines are lost from now on\n"
+                )
+                sys.stderr.flush()
+
+
 def configure_logging(
     level: int | str = "INFO", fmt: LogFormat | str = "auto", stream: IO[str] | None = None
 ) -> logging.Handler:
@@ -132,7 +154,7 @@ def configure_logging(
         foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder()],
         processors=final,
     )
-    handler = logging.StreamHandler(stream)
+    handler = _LogStreamHandler(stream)
     handler.setFormatter(formatter)
     handler.addFilter(_REDACT)
     # On the logger too: a record is formatted by the first handler that takes it (another

@@ -156,3 +156,22 @@ def test_bad_arguments_are_rejected() -> None:
         configure_logging("LOUD", stream=io.StringIO())
     with pytest.raises(ValueError):
         configure_logging("INFO", fmt="xml", stream=io.StringIO())
+
+
+class _ClosedPipe(io.StringIO):
+    """stdout whose reader has exited: every write raises, as a real pipe's does."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_closed_log_stream_is_reported_once_not_at_every_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging("INFO", "json", stream=_ClosedPipe())
+    log = get_logger("t")
+    for i in range(3):
+        log.info("line", n=i)  # the daemon runs on
+    err = capsys.readouterr().err
+    assert err.count("the log stream is closed (broken pipe)") == 1
+    assert "Traceback" not in err and "Logging error" not in err
