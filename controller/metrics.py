@@ -202,7 +202,9 @@ class _ContextGauges(Collector):
             if suffix == "controller_epoch":
                 value = epoch if active else 0
             else:
-                value = getattr(snap, attr) if snap.active and attr is not None else 0
+                # Gated on the live reading too: a controller whose session expired must not
+                # count its partitions beside its successor's while its Expire waits.
+                value = getattr(snap, attr) if active and snap.active and attr is not None else 0
             families.append(GaugeMetricFamily(PREFIX + suffix, doc, value=value))
         return families
 

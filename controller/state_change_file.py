@@ -66,16 +66,16 @@ class LineFile:
     def pending_lines(self) -> int:
         return self._pending_lines
 
-    def write(self, text: str) -> bool:
+    def write(self, text: str) -> str | None:
         """Append ``text`` after what earlier failures left; raises ``WriteFailed`` when not
-        all of it is on disk (the rest is kept for the next call, up to the bound). True when
-        the path no longer named the open file and a new one was opened there."""
+        all of it is on disk (the rest is kept for the next call, up to the bound). Returns
+        why a new file was opened at the path first ("deleted", "replaced"), else None."""
         data = text.encode("utf-8")
         self._pending += data  # in place: cheap while a full disk keeps megabytes pending
         self._pending_lines += data.count(b"\n")
         if not self._pending:
-            return False
-        followed = False
+            return None
+        followed = None
         try:
             if self._fd is None:  # a reopen failed earlier (rotation): try again now
                 self._fd = self._open()
@@ -87,22 +87,32 @@ class LineFile:
             raise WriteFailed(exc, self._pending_lines, lost) from exc
         return followed
 
-    def _follow_path(self) -> bool:
-        """Reopen when the path no longer names the open file (deleted with its directory,
-        or moved away with no reopen signal): lines written to an unlinked file are lost
-        without an error. Raises OSError when the path cannot be opened (the lines are then
-        kept, not written to a file no one can read). As logging's WatchedFileHandler."""
+    def _follow_path(self) -> str | None:
+        """Reopen when the open file was deleted ("deleted": an ``rm -rf`` of the directory;
+        lines written to an unlinked file are lost without an error) or another file now
+        sits at the path ("replaced": a rotation's new file, before its SIGHUP). A file moved
+        away with nothing at the path yet (logrotate between its rename and its create) is
+        still written: creating the path here would race logrotate's create. Raises OSError
+        when the path cannot be opened (the lines are then kept, not written to a file no
+        one can read)."""
         assert self._fd is not None
         try:
-            at_path = os.stat(self.path)
+            at_path: os.stat_result | None = os.stat(self.path)
         except (FileNotFoundError, NotADirectoryError):  # the reopen says what is wrong
-            pass
+            at_path = None
+        except OSError:  # cannot look (EACCES on the directory, a stale NFS handle)
+            return None
+        opened = os.fstat(self._fd)
+        if at_path is None:
+            if opened.st_nlink > 0:
+                return None
+            reason = "deleted"
+        elif (at_path.st_dev, at_path.st_ino) == (opened.st_dev, opened.st_ino):
+            return None
         else:
-            opened = os.fstat(self._fd)
-            if (at_path.st_dev, at_path.st_ino) == (opened.st_dev, opened.st_ino):
-                return False
+            reason = "replaced"
         self.reopen()
-        return True
+        return reason
 
     def _write_pending(self, fd: int, upto: int | None = None) -> None:
         """Write the first ``upto`` pending bytes (all by default) and forget what was

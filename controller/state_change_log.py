@@ -361,12 +361,15 @@ class StateChangeLog:
         text = "".join(lines)
         if self._file is not None:
             try:
-                if self._file.write(text):
+                followed = self._file.write(text)
+                if followed == "deleted":
                     log.warning(
-                        "state-change log file was removed or replaced; writing to a new "
-                        "file at its path",
+                        "state-change log file was deleted; writing to a new file at its path",
                         path=str(self._file.path),
                     )
+                elif followed == "replaced":  # a rotation's new file, ahead of its SIGHUP
+                    log.info("state-change log file was replaced; writing to the new one",
+                             path=str(self._file.path))  # fmt: skip
             except WriteFailed as exc:
                 # A full disk must not stop the controller: say so loudly; what was not
                 # written is retried with the next event's lines (lost only past a bound).

@@ -166,8 +166,8 @@ class ControllerEventManager:
         marker or wait in a queue nobody drains. Returns False if the thread is still busy
         after ``timeout`` (it stops once its current event ends).
         """
-        self._running = False
-        with self._cond:
+        with self._cond:  # under the lock: a start() racing this close sees one or the other
+            self._running = False
             if not self._closed:
                 self._preempt_all()
                 self._queue.append(QueuedEvent(ShutdownEventThread(), self._clock()))

@@ -461,18 +461,20 @@ def bind_failure_reason(address: str) -> str:
     host = host.strip("[]") or None  # "" binds every interface
     try:
         port = int(port_text)
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except ValueError:
         return f"bad port {port_text!r}"
-    except socket.gaierror as exc:
-        return f"cannot resolve {host!r}: {exc.strerror or exc}"
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:  # UnicodeError: a label over 63 bytes
+        reason = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
+        return f"cannot resolve {host!r}: {reason or exc}"
     for family, kind, proto, _, sockaddr in infos:
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC's listener
-            try:
+        try:
+            with socket.socket(family, kind, proto) as probe:  # IPv6 may be off on the host
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC's
                 probe.bind(sockaddr)
-            except OSError as exc:
-                return exc.strerror or str(exc)
+        except OSError as exc:
+            return exc.strerror or str(exc)
     return "gRPC refused it (GRPC_VERBOSITY=debug shows why)"
 
 

@@ -48,6 +48,7 @@ def test_a_port_held_by_another_program_is_an_oserror() -> None:
     [
         ("192.0.2.1:0", "Cannot assign requested address"),  # not this machine's (TEST-NET-1)
         ("no-such-host.invalid:0", "cannot resolve 'no-such-host.invalid'"),
+        (f"{'a' * 64}.invalid:0", f"cannot resolve '{'a' * 64}.invalid'"),  # label > 63
     ],
 )
 def test_an_address_that_cannot_be_bound_says_why(address: str, reason: str) -> None:
@@ -115,3 +116,21 @@ def test_the_reference_broker_also_answers_malformed_bytes_invalid_argument() ->
             assert response.error_code == Errors.NONE
     finally:
         broker.stop(grace=0)
+
+
+def test_a_bind_failure_on_a_host_without_ipv6_is_still_explained(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With ipv6.disable=1 an AF_INET6 socket cannot even be created: that is the reason, not
+    # an error escaping the explanation.
+    from controller.security import tls
+
+    real_socket = socket.socket
+
+    def no_ipv6(family: int = socket.AF_INET, *args: Any, **kwargs: Any) -> socket.socket:
+        if family == socket.AF_INET6:
+            raise OSError(97, "Address family not supported by protocol")
+        return real_socket(family, *args, **kwargs)
+
+    monkeypatch.setattr(tls.socket, "socket", no_ipv6)
+    assert tls.bind_failure_reason("[::1]:0") == "Address family not supported by protocol"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -270,15 +269,16 @@ def test_a_controller_with_the_wrong_digest_writes_nothing(
     with structlog.testing.capture_logs() as logs:
         impostor = cluster.start_controller(1, **_secure(cluster, "digest", DIGEST[0], "wrong"))
 
-        def refused() -> bool:
-            return any(
+        def refused() -> int:
+            return sum(
                 e.get("event") == "error while electing or becoming controller"
                 and "NOAUTH" in str(e.get("error"))
                 for e in list(logs)
             )
 
-        wait_until(refused, what="the election to fail with NOAUTH")
-        time.sleep(2.5)  # at least one more election attempt (2 s backoff)
+        wait_until(lambda: refused() >= 1, what="the election to fail with NOAUTH")
+        # At least one more election attempt (2 s backoff) fails the same way.
+        wait_until(lambda: refused() >= 2, what="the retried election to fail too")
     assert not impostor.controller.is_active
     assert superuser.exists(cluster.chroot + paths.CONTROLLER) is None
     assert snapshot() == before

@@ -61,3 +61,23 @@ def test_a_session_closed_while_stopping_is_no_expiry() -> None:
     h.controller._on_session_state(SessionState.LOST)
     assert gauge(metrics, "zookeeper_session_expirations_total") == 1
     assert h.pending_events() == []
+
+
+def test_after_a_session_loss_no_context_gauge_counts_while_the_expire_waits() -> None:
+    # The Expire waits behind the event in progress (here: not yet drained): the controller
+    # must not report its partitions beside its successor's, or sum() over the controllers
+    # counts them twice (the OfflinePartitions and imbalance alerts).
+    metrics = ControllerMetrics(controller_id=1)
+    h = ControllerHarness(controller_id=1, metrics=metrics)
+    h.register_broker(1)
+    h.create_topic("t", {0: [1], 1: [1]})
+    h.start()
+    assert (gauge(metrics, "global_topic_count"), gauge(metrics, "global_partition_count")) == (
+        1,
+        2,
+    )
+    h.zk.expire(h.port.inner, reconnect=True)  # the Expire is queued, not processed
+    assert h.controller.is_active
+    for name in ("active_controller_count", "controller_epoch", "global_topic_count",
+                 "global_partition_count", "active_broker_count"):  # fmt: skip
+        assert gauge(metrics, name) == 0, name

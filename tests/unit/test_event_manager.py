@@ -237,3 +237,18 @@ def test_a_start_after_close_starts_no_thread(processor):
     manager.put(BrokerChange())
     assert manager.close(timeout=1)
     assert not manager._thread.is_alive() and processor.processed == []
+
+
+def test_a_start_racing_a_close_still_stops(processor):
+    # close() used to mark the manager stopped before taking the lock: a start() in between
+    # marked it running again, and the thread skipped the shutdown marker for ever.
+    manager = ControllerEventManager(processor)
+    result: list[bool] = []
+    with manager._cond:  # close() waits here, as if preempted just before its lock
+        closer = threading.Thread(target=lambda: result.append(manager.close(timeout=5)))
+        closer.start()
+        threading.Event().wait(0.2)  # let it reach the lock (if not: no race, still passes)
+        manager.start()
+    closer.join(10)
+    assert result == [True]
+    assert not manager._thread.is_alive()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from controller.core.model import TopicPartition
 from controller.state_change_file import LineFile, WriteFailed
@@ -190,27 +192,68 @@ def test_a_deleted_log_directory_is_recreated_and_no_line_goes_to_the_unlinked_f
     log.partition(TP, None, "NewPartition")
     log.flush()
     shutil.rmtree(tmp_path / "logs")
-    for state in ("OnlinePartition", "OfflinePartition"):
-        log.partition(TP, None, state)
-        log.flush()
+    with structlog.testing.capture_logs() as logged:
+        for state in ("OnlinePartition", "OfflinePartition"):
+            log.partition(TP, None, state)
+            log.flush()
     log.close()
+    assert [(e["log_level"], e["event"]) for e in logged] == [
+        ("warning", "state-change log file was deleted; writing to a new file at its path")
+    ]
     assert log.write_errors == 0
     assert [r["to_state"] for r in records(path)] == ["OnlinePartition", "OfflinePartition"]
 
 
 def test_a_file_replaced_at_the_path_is_followed(tmp_path: Path) -> None:
-    """Moved away with no SIGHUP (a rotation tool without a postrotate), and another file put
-    at the path: the next write goes to the file at the path."""
+    """A rotation's new file at the path before its SIGHUP (logrotate's create): the next
+    write goes to the file at the path."""
     path = tmp_path / "sc.log"
     f = LineFile(path)
-    assert f.write("one\n") is False
+    assert f.write("one\n") is None
     path.rename(tmp_path / "sc.log.1")
-    path.write_text("")  # e.g. logrotate's create
-    assert f.write("two\n") is True
-    assert f.write("three\n") is False
+    path.write_text("")  # logrotate's create
+    assert f.write("two\n") == "replaced"
+    assert f.write("three\n") is None
     f.close()
     assert (tmp_path / "sc.log.1").read_text() == "one\n"
     assert path.read_text() == "two\nthree\n"
+
+
+def test_a_file_moved_away_is_written_until_a_new_one_is_there(tmp_path: Path) -> None:
+    """Between logrotate's rename and its create nothing is at the path: the lines go on to
+    the moved file (still on disk), and the path is not created here, which would make
+    logrotate's own create fail (it creates with O_EXCL)."""
+    path = tmp_path / "sc.log"
+    f = LineFile(path)
+    f.write("one\n")
+    path.rename(tmp_path / "sc.log.1")
+    assert f.write("two\n") is None
+    assert not path.exists()
+    f.reopen()  # the SIGHUP
+    f.write("three\n")
+    f.close()
+    assert (tmp_path / "sc.log.1").read_text() == "one\ntwo\n"
+    assert path.read_text() == "three\n"
+
+
+def test_a_path_that_cannot_be_looked_at_leaves_the_open_file_in_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stat() of the path fails for another reason (EACCES on its directory, a stale NFS
+    handle): the open file is still fine, so the lines go there, not to a failure."""
+    path = tmp_path / "sc.log"
+    f = LineFile(path)
+    real_stat = os.stat
+
+    def refused(target: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if str(target) == str(path):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_stat(target, *args, **kwargs)
+
+    monkeypatch.setattr("controller.state_change_file.os.stat", refused)
+    assert f.write("one\n") is None
+    f.close()
+    assert path.read_text() == "one\n"
 
 
 def test_when_the_path_cannot_be_reopened_the_lines_are_kept_and_written_later(
@@ -229,6 +272,6 @@ def test_when_the_path_cannot_be_reopened_the_lines_are_kept_and_written_later(
     assert exc.value.errno == errno.ENOTDIR and exc.value.pending_lines == 1
     assert "is not a directory" in str(exc.value)
     logs.unlink()
-    assert f.write("three\n") is True
+    assert f.write("three\n") == "deleted"
     f.close()
     assert path.read_text() == "two\nthree\n"
