@@ -300,20 +300,25 @@ def test_a_reload_to_an_unusable_ca_bundle_keeps_the_previous_one(
     assert tls.fetch() is not None and tls.generation == 1
 
 
-def test_validate_config_refuses_an_unusable_ca_bundle(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
-    ca: CertificateAuthority,
-) -> None:  # fmt: skip
+def _validate_config(monkeypatch: pytest.MonkeyPatch, files: TlsFiles, *more: str) -> int:
+    """``run --validate-config`` with ``files``' certificate and key, in a clean environment."""
     from controller.cli.main import main
 
     for name in list(os.environ):
         if name == "ZK_CONNECT" or name.startswith("ZKC_"):
             monkeypatch.delenv(name)
+    return main(["run", "--validate-config", "--controller-id", "0", "--zookeeper", "zk:2181",
+                 "--grpc-tls-cert-file", str(files.cert_file), "--grpc-tls-key-file",
+                 str(files.key_file), *more])  # fmt: skip
+
+
+def test_validate_config_refuses_an_unusable_ca_bundle(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    ca: CertificateAuthority,
+) -> None:  # fmt: skip
     files = _files(tmp_path, ca)
     bad = _unusable_cas(tmp_path, ca)[0]
-    code = main(["run", "--validate-config", "--controller-id", "0", "--zookeeper", "zk:2181",
-                 "--grpc-tls-cert-file", str(files.cert_file), "--grpc-tls-key-file",
-                 str(files.key_file), "--grpc-tls-ca-file", str(bad)])  # fmt: skip
+    code = _validate_config(monkeypatch, files, "--grpc-tls-ca-file", str(bad))
     assert code == 2
     err = capsys.readouterr().err
     assert err.startswith("security configuration:") and str(bad) in err
@@ -401,22 +406,11 @@ def test_validate_config_refuses_an_expired_certificate(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
     ca: CertificateAuthority,
 ) -> None:  # fmt: skip
-    from controller.cli.main import main
-
-    for name in list(os.environ):
-        if name == "ZK_CONNECT" or name.startswith("ZKC_"):
-            monkeypatch.delenv(name)
     now = datetime.datetime.now(datetime.UTC)
     files = _issue_files(tmp_path, ca, not_before=now - datetime.timedelta(days=30),
                          not_after=now - datetime.timedelta(hours=1))  # fmt: skip
-    args = ["run", "--validate-config", "--controller-id", "0", "--zookeeper", "zk:2181",
-            "--grpc-tls-cert-file", str(files.cert_file), "--grpc-tls-key-file",
-            str(files.key_file)]  # fmt: skip
-    assert main(args) == 2
+    assert _validate_config(monkeypatch, files) == 2
     err = capsys.readouterr().err
     assert err.startswith("security configuration: the TLS certificate")
     assert f"{files.cert_file} (grpc.tls.cert.file) expired on" in err
-    # A valid one passes.
-    good = _files(tmp_path, ca)
-    assert main([*args[:-4], "--grpc-tls-cert-file", str(good.cert_file),
-                 "--grpc-tls-key-file", str(good.key_file)]) == 0  # fmt: skip
+    assert _validate_config(monkeypatch, _files(tmp_path, ca)) == 0  # a valid one passes
