@@ -12,6 +12,7 @@ threads (ZooKeeper callbacks, gRPC servicers, timers, broker-response callbacks)
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -97,6 +98,11 @@ class Controller:
         # between the two, is_active is stale (the Expire waits behind the event in progress).
         self._expires_heard = 0
         self._expires_handled = 0
+        # When the connection was lost (SUSPENDED), None while connected: cut off longer than
+        # the session timeout, the session has expired on the server (with a quorum) though
+        # kazoo hears of it only on reconnecting, and a successor may be in charge.
+        self._suspended_since: float | None = None
+        self._clock: Callable[[], float] = time.monotonic
         self._handlers: dict[type[ControllerEvent], Handler] = {}
         # Called on the event thread after every event (e.g. gRPC health follows is_active).
         self.after_event_hooks: list[Callable[[Controller], None]] = []
@@ -143,12 +149,24 @@ class Controller:
 
     @property
     def serving_active(self) -> bool:
-        """Active as far as anyone outside should know: ``is_active`` and no session loss
-        heard whose Expire is still queued. While the event thread is busy, ``is_active``
-        stays true after the session expired, and another controller may already be elected;
-        health, readiness, the ActiveControllerCount gauge and RPCs must not say "active"
-        meanwhile. (Handlers keep using ``is_active``: the resume path relies on it.)"""
-        return self.is_active and self._expires_handled >= self._expires_heard
+        """Active as far as anyone outside should know: ``is_active``, not stopping, no
+        session loss heard whose Expire is still queued, and not cut off from ZooKeeper for
+        longer than the session timeout. In each of those cases ``is_active`` can still be
+        true while another controller is elected; health, readiness, the ActiveControllerCount
+        and context gauges (summed over controllers by the alerts) and RPCs must not say
+        "active" meanwhile. A cut-off shorter than the timeout keeps it active, as Kafka's.
+        (Handlers keep using ``is_active``: the resume path relies on it.)"""
+        return (
+            self.is_active
+            and not self._shut_down  # its own session is being closed: a standby takes over
+            and self._expires_handled >= self._expires_heard
+            and not self._cut_off_past_session_timeout()
+        )
+
+    def _cut_off_past_session_timeout(self) -> bool:
+        since = self._suspended_since
+        timeout_s = self.config.zookeeper_session_timeout_ms / 1000
+        return since is not None and self._clock() - since > timeout_s
 
     @property
     def epoch(self) -> int:
@@ -206,6 +224,9 @@ class Controller:
         # Called on the ZooKeeper client's thread: only enqueue (reference §1.1, App. B).
         if self._shut_down:
             return
+        self._suspended_since = (
+            (self._suspended_since or self._clock()) if state is SessionState.SUSPENDED else None
+        )
         if state is SessionState.LOST:
             self._session_lost = True
             self._expires_heard += 1  # before the Expire is queued: it clears this

@@ -181,7 +181,7 @@ class ControllerElection:
             ctl.state_change_log.controller("elected")
             # The epoch is taken; loading the context may take long enough to be OOM-killed.
             ctl.state_change_log.write_pending()
-            if ctl.metrics is not None:
+            if ctl.metrics is not None and not resume:  # a resume wins no new epoch
                 ctl.metrics.inc_failovers()
             log.info(
                 "elected as the active controller", epoch=epoch, epoch_zk_version=epoch_zk_version

@@ -81,3 +81,43 @@ def test_after_a_session_loss_no_context_gauge_counts_while_the_expire_waits() -
     for name in ("active_controller_count", "controller_epoch", "global_topic_count",
                  "global_partition_count", "active_broker_count"):  # fmt: skip
         assert gauge(metrics, name) == 0, name
+
+
+def test_cut_off_past_the_session_timeout_it_stops_counting_as_active() -> None:
+    """Cut off from ZooKeeper (SUSPENDED), the controller stays active, as Kafka's, until
+    its session timeout has passed: by then the ensemble has expired the session (kazoo
+    hears of it only on reconnecting, hours later in a lasting partition) and a successor
+    may be in charge, so its gauges (summed over controllers by the alerts) read 0."""
+    metrics = ControllerMetrics(controller_id=1)
+    h = ControllerHarness(controller_id=1, metrics=metrics)
+    h.register_broker(1)
+    h.create_topic("t", {0: [1]})
+    h.start()
+    now = [1000.0]
+    h.controller._clock = lambda: now[0]
+    timeout_s = h.controller.config.zookeeper_session_timeout_ms / 1000
+    h.zk.disconnect(h.port.inner)
+    now[0] += timeout_s - 1  # a blip shorter than the timeout changes nothing
+    assert h.controller.serving_active
+    assert gauge(metrics, "active_controller_count") == 1
+    assert gauge(metrics, "global_partition_count") == 1
+    now[0] += 2
+    assert h.controller.is_active and not h.controller.serving_active
+    assert gauge(metrics, "active_controller_count") == 0
+    assert gauge(metrics, "global_partition_count") == 0
+    h.zk.reconnect(h.port.inner)  # the same session after all (no quorum expired it)
+    assert h.controller.serving_active
+    assert gauge(metrics, "active_controller_count") == 1
+
+
+def test_a_controller_closing_its_own_session_to_stop_is_no_longer_active() -> None:
+    # stop() with a busy event thread: mark_stopping(), then the session is closed and a
+    # standby is elected at once; until shutdown() this one must not count beside it.
+    metrics = ControllerMetrics(controller_id=1)
+    h = ControllerHarness(controller_id=1, metrics=metrics)
+    h.register_broker(1)
+    h.start()
+    assert gauge(metrics, "active_controller_count") == 1
+    h.controller.mark_stopping()
+    assert h.controller.is_active and not h.controller.serving_active
+    assert gauge(metrics, "active_controller_count") == 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 from controller.api.errors import Errors
 from controller.core.events import ApiPartitionReassignment
 from controller.core.model import ReplicaAssignment, TopicAssignment, TopicPartition
+from controller.metrics import ControllerMetrics
 from controller.zk import codecs, paths
 from tests.harness import ControllerHarness, touches
 
@@ -21,7 +22,8 @@ def test_an_election_won_on_the_next_session_is_resumed_after_expire() -> None:
     which then succeeds on the new session; ``Expire`` (queued meanwhile) resigns; the
     following reelection finds /controller naming this controller and must take charge again
     rather than believe it already is (it would be active with an empty context forever)."""
-    h = ControllerHarness(controller_id=100)
+    metrics = ControllerMetrics(controller_id=100)
+    h = ControllerHarness(controller_id=100, metrics=metrics)
     h.register_broker(1)
     h.register_broker(2)
     h.create_topic("t", {0: [1, 2]}, in_context=False)
@@ -33,6 +35,8 @@ def test_an_election_won_on_the_next_session_is_resumed_after_expire() -> None:
     h.start()
 
     assert h.controller.is_active
+    # One epoch won, one failover counted (the resume used to count a second one).
+    assert metrics.registry.get_sample_value("kafka_controller_failovers_total") == 1
     owner = h.stat(paths.CONTROLLER)
     assert owner is not None and owner.ephemeral_owner == h.port.session_id
     epoch = codecs.decode_controller_epoch(h.read(paths.CONTROLLER_EPOCH) or b"")
