@@ -263,7 +263,7 @@ class ControllerDaemon:
         self._raise_if_abandoned()
         self.port.start(timeout=self.config.zookeeper_connection_timeout_ms / 1000)
         self._raise_if_abandoned()
-        follow_active_state(self.grpc, self.controller, self.port)
+        follow_active_state(self.grpc, self.controller)
         self.grpc.start()
         self.port.add_session_listener(self._on_session_state)
         self.port.add_session_listener(self.metrics.on_session_state)

@@ -106,6 +106,8 @@ class Controller:
         self._handlers: dict[type[ControllerEvent], Handler] = {}
         # Called on the event thread after every event (e.g. gRPC health follows is_active).
         self.after_event_hooks: list[Callable[[Controller], None]] = []
+        # Called on kazoo's thread after each session-state change has been taken into account.
+        self.session_hooks: list[Callable[[SessionState], None]] = []
         if metrics is not None:
             metrics.set_state_source(lambda: self.events.state)
             metrics.set_leadership_source(lambda: (self.serving_active, self.context.epoch))
@@ -154,8 +156,10 @@ class Controller:
         longer than the session timeout. In each of those cases ``is_active`` can still be
         true while another controller is elected; health, readiness, the ActiveControllerCount
         and context gauges (summed over controllers by the alerts) and RPCs must not say
-        "active" meanwhile. A cut-off shorter than the timeout keeps it active, as Kafka's.
-        (Handlers keep using ``is_active``: the resume path relies on it.)"""
+        "active" meanwhile (past the cut-off's timeout: the client notices a silent cut-off
+        late, so a few seconds of overlap remain). A cut-off shorter than the timeout keeps
+        it active, as Kafka's. (Handlers keep using ``is_active``: the resume path relies on
+        it.)"""
         return (
             self.is_active
             and not self._shut_down  # its own session is being closed: a standby takes over
@@ -222,11 +226,24 @@ class Controller:
 
     def _on_session_state(self, state: SessionState) -> None:
         # Called on the ZooKeeper client's thread: only enqueue (reference §1.1, App. B).
+        try:
+            self._track_session_state(state)
+        finally:
+            # After this controller's own view is updated, whatever the listeners' order
+            # on the port (gRPC health read serving_active before it was).
+            for hook in self.session_hooks:
+                try:
+                    hook(state)
+                except Exception:
+                    log.exception("session-state hook failed")
+
+    def _track_session_state(self, state: SessionState) -> None:
         if self._shut_down:
             return
-        self._suspended_since = (
-            (self._suspended_since or self._clock()) if state is SessionState.SUSPENDED else None
-        )
+        if state is not SessionState.SUSPENDED:
+            self._suspended_since = None
+        elif self._suspended_since is None:  # a repeated SUSPENDED keeps the first time
+            self._suspended_since = self._clock()
         if state is SessionState.LOST:
             self._session_lost = True
             self._expires_heard += 1  # before the Expire is queued: it clears this

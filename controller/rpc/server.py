@@ -37,7 +37,7 @@ from controller.api.malformed import MalformedRequestInterceptor
 from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
 from controller.rpc.calls import WaitingSlots
 from controller.security.tls import ServerTls, add_port, bind_failure_reason
-from controller.zk.port import SessionState, ZkPort
+from controller.zk.port import SessionState
 
 if TYPE_CHECKING:
     from controller.core.controller import Controller
@@ -123,15 +123,15 @@ class ControllerGrpcServer:
         self._server.stop(grace).wait(grace + 1)
 
 
-def follow_active_state(
-    server: ControllerGrpcServer, controller: Controller, port: ZkPort | None = None
-) -> None:
-    """Keep the controller services' health SERVING exactly while this node is active and,
-    given ``port`` (whose session is up now), connected to ZooKeeper.
+def follow_active_state(server: ControllerGrpcServer, controller: Controller) -> None:
+    """Keep the controller services' health SERVING exactly while this node is active to the
+    outside (``Controller.serving_active``) and connected to ZooKeeper.
 
     Cut off from ZooKeeper (SUSPENDED) the controller stays active, as Kafka's does, until
     its session expires; another one may be elected meanwhile, and a load balancer routing
-    by health must not keep sending calls to the one that cannot act on them.
+    by health must not keep sending calls to the one that cannot act on them. The session
+    is followed through the controller's own hooks, so that health reads its state after
+    the controller has taken the change into account.
     """
     lock = threading.Lock()
     last: list[bool | None] = [None]
@@ -149,5 +149,4 @@ def follow_active_state(
         update()
 
     controller.after_event_hooks.append(lambda ctl: update())
-    if port is not None:
-        port.add_session_listener(on_session_state)
+    controller.session_hooks.append(on_session_state)

@@ -133,7 +133,7 @@ def test_health_is_not_serving_while_the_active_controller_is_cut_off_from_zooke
     h.register_broker(1)
     server = ControllerGrpcServer("127.0.0.1:0", max_workers=RESERVED_WORKERS + WAITING)
     server.add_controller_service(ControllerServicer(h.controller, server.waiting))
-    follow_active_state(server, h.controller, h.port)
+    follow_active_state(server, h.controller)
     server.start()
     channel = grpc.insecure_channel(server.address)
     try:
@@ -168,7 +168,7 @@ def test_after_a_session_expiry_a_busy_controller_stops_saying_it_is_active() ->
     epoch = h.register_broker(1).epoch
     server = ControllerGrpcServer("127.0.0.1:0", max_workers=RESERVED_WORKERS + WAITING)
     server.add_controller_service(ControllerServicer(h.controller, server.waiting))
-    follow_active_state(server, h.controller, h.port)
+    follow_active_state(server, h.controller)
     server.start()
     channel = grpc.insecure_channel(server.address)
     release = threading.Event()
@@ -193,6 +193,37 @@ def test_after_a_session_expiry_a_busy_controller_stops_saying_it_is_active() ->
         assert time.monotonic() - started < 5  # at once, not after waiting on the event
     finally:
         release.set()
+        channel.close()
+        server.stop(grace=0)
+        h.close()
+
+
+def test_health_is_serving_again_after_a_cut_off_longer_than_the_session_timeout() -> None:
+    # A quorum loss longer than the session timeout: no session expires, and the controller
+    # comes back on the same one. Health (wired before the controller starts, as in the
+    # daemon) used to read the cut-off time before the controller had cleared it, and stayed
+    # NOT_SERVING until some event happened to run.
+    h = ControllerHarness(controller_id=9)
+    h.register_broker(1)
+    server = ControllerGrpcServer("127.0.0.1:0", max_workers=RESERVED_WORKERS + WAITING)
+    server.add_controller_service(ControllerServicer(h.controller, server.waiting))
+    follow_active_state(server, h.controller)
+    server.start()
+    channel = grpc.insecure_channel(server.address)
+    try:
+        h.start()
+        h.controller.events.start()
+        h.controller.call(lambda ctl: None, 10)
+        assert health_status(channel, CONTROLLER_SERVICE) == SERVING
+        now = [1000.0]
+        h.controller._clock = lambda: now[0]
+        h.zk.disconnect(h.port.inner)
+        now[0] += h.controller.config.zookeeper_session_timeout_ms / 1000 + 1
+        assert not h.controller.serving_active
+        h.zk.reconnect(h.port.inner)  # the same session: no event follows
+        assert h.controller.serving_active
+        assert health_status(channel, CONTROLLER_SERVICE) == SERVING
+    finally:
         channel.close()
         server.stop(grace=0)
         h.close()
