@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent import futures
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import grpc
@@ -16,6 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from controller.api.errors import Errors
 from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
+from controller.metrics import ControllerMetrics
 from controller.rpc.admin_service import AdminServicer
 from controller.rpc.server import (
     CONTROLLER_SERVICE,
@@ -62,15 +64,15 @@ def served() -> Iterator[Served]:
         h.close()
 
 
-def busy_event_thread(s: Served) -> None:
-    """Keep the event thread busy until ``s.release`` is set (a long event in progress)."""
+def busy_event_thread(harness: ControllerHarness, release: threading.Event) -> None:
+    """Keep the event thread busy until ``release`` is set (a long event in progress)."""
     started = threading.Event()
 
     def hold(_ctl: object) -> None:
         started.set()
-        s.release.wait(60)
+        release.wait(60)
 
-    threading.Thread(target=s.harness.controller.call, args=(hold, 90), daemon=True).start()
+    threading.Thread(target=harness.controller.call, args=(hold, 90), daemon=True).start()
     assert started.wait(10)
 
 
@@ -86,7 +88,7 @@ def test_waiting_rpcs_cannot_take_the_threads_health_checks_need(served: Served)
     get answers, and the waiting requests are answered once the event thread is free."""
     s = served
     wait_until(lambda: health_status(s.channel, CONTROLLER_SERVICE) == SERVING, timeout=10)
-    busy_event_thread(s)
+    busy_event_thread(s.harness, s.release)
     stub = controller_pb2_grpc.ControllerServiceStub(s.channel)
     request = controller_pb2.AllocateProducerIdsRequest(broker_id=1, broker_epoch=s.broker_epoch)
     callers = futures.ThreadPoolExecutor(RESERVED_WORKERS + WAITING + 4)
@@ -126,11 +128,19 @@ def test_waiting_rpcs_cannot_take_the_threads_health_checks_need(served: Served)
         callers.shutdown(wait=False, cancel_futures=True)
 
 
-def test_health_is_not_serving_while_the_active_controller_is_cut_off_from_zookeeper() -> None:
-    # It stays active, as Kafka's does, until its session expires; another controller may
-    # be elected meanwhile, so a load balancer routing by health must not send calls here.
-    h = ControllerHarness(controller_id=9)
-    h.register_broker(1)
+@dataclass
+class Watched:
+    harness: ControllerHarness
+    channel: grpc.Channel
+    broker_epoch: int
+
+
+@contextmanager
+def active_with_health(metrics: ControllerMetrics | None = None) -> Iterator[Watched]:
+    """An active controller on its event thread, its ControllerService health followed as
+    the daemon wires it (before the controller starts), SERVING to begin with."""
+    h = ControllerHarness(controller_id=9, metrics=metrics)
+    epoch = h.register_broker(1).epoch
     server = ControllerGrpcServer("127.0.0.1:0", max_workers=RESERVED_WORKERS + WAITING)
     server.add_controller_service(ControllerServicer(h.controller, server.waiting))
     follow_active_state(server, h.controller)
@@ -142,6 +152,18 @@ def test_health_is_not_serving_while_the_active_controller_is_cut_off_from_zooke
         h.controller.call(lambda ctl: None, 10)  # an event: the hook has run
         assert h.controller.is_active
         assert health_status(channel, CONTROLLER_SERVICE) == SERVING
+        yield Watched(h, channel, epoch)
+    finally:
+        channel.close()
+        server.stop(grace=0)
+        h.close()
+
+
+def test_health_is_not_serving_while_the_active_controller_is_cut_off_from_zookeeper() -> None:
+    # It stays active, as Kafka's does, until its session expires; another controller may
+    # be elected meanwhile, so a load balancer routing by health must not send calls here.
+    with active_with_health() as w:
+        h, channel = w.harness, w.channel
         h.zk.disconnect(h.port.inner)
         wait_until(
             lambda: health_status(channel, CONTROLLER_SERVICE) != SERVING, what="NOT_SERVING"
@@ -149,10 +171,6 @@ def test_health_is_not_serving_while_the_active_controller_is_cut_off_from_zooke
         assert h.controller.is_active  # not resigned
         h.zk.reconnect(h.port.inner)
         wait_until(lambda: health_status(channel, CONTROLLER_SERVICE) == SERVING, what="SERVING")
-    finally:
-        channel.close()
-        server.stop(grace=0)
-        h.close()
 
 
 def test_after_a_session_expiry_a_busy_controller_stops_saying_it_is_active() -> None:
@@ -161,41 +179,27 @@ def test_after_a_session_expiry_a_busy_controller_stops_saying_it_is_active() ->
     in progress), but another controller may already be elected. Meanwhile health is
     NOT_SERVING, the ActiveControllerCount gauge reads 0 and RPCs are refused at once as
     NOT_CONTROLLER (they used to wait and time out, 'may still be applied', never applied)."""
-    from controller.metrics import ControllerMetrics
-
     metrics = ControllerMetrics(controller_id=9)
-    h = ControllerHarness(controller_id=9, metrics=metrics)
-    epoch = h.register_broker(1).epoch
-    server = ControllerGrpcServer("127.0.0.1:0", max_workers=RESERVED_WORKERS + WAITING)
-    server.add_controller_service(ControllerServicer(h.controller, server.waiting))
-    follow_active_state(server, h.controller)
-    server.start()
-    channel = grpc.insecure_channel(server.address)
-    release = threading.Event()
     gauge = "kafka_controller_active_controller_count"
-    try:
-        h.start()
-        h.controller.events.start()
-        h.controller.call(lambda ctl: None, 10)
-        assert health_status(channel, CONTROLLER_SERVICE) == SERVING
-        assert metrics.registry.get_sample_value(gauge) == 1
-        busy_event_thread(Served(h, server, channel, epoch, release))
-        h.zk.expire(h.port.inner)  # LOST, then CONNECTED on a new session
-        assert h.controller.is_active  # the Expire waits behind the event in progress
-        assert not h.controller.serving_active
-        assert health_status(channel, CONTROLLER_SERVICE) != SERVING
-        assert metrics.registry.get_sample_value(gauge) == 0
-        stub = controller_pb2_grpc.ControllerServiceStub(channel)
-        request = controller_pb2.AllocateProducerIdsRequest(broker_id=1, broker_epoch=epoch)
-        started = time.monotonic()
-        response = stub.AllocateProducerIds(request, timeout=30)
-        assert response.error_code == Errors.NOT_CONTROLLER
-        assert time.monotonic() - started < 5  # at once, not after waiting on the event
-    finally:
-        release.set()
-        channel.close()
-        server.stop(grace=0)
-        h.close()
+    release = threading.Event()
+    with active_with_health(metrics) as w:
+        h, channel, epoch = w.harness, w.channel, w.broker_epoch
+        try:
+            assert metrics.registry.get_sample_value(gauge) == 1
+            busy_event_thread(h, release)
+            h.zk.expire(h.port.inner)  # LOST, then CONNECTED on a new session
+            assert h.controller.is_active  # the Expire waits behind the event in progress
+            assert not h.controller.serving_active
+            assert health_status(channel, CONTROLLER_SERVICE) != SERVING
+            assert metrics.registry.get_sample_value(gauge) == 0
+            stub = controller_pb2_grpc.ControllerServiceStub(channel)
+            request = controller_pb2.AllocateProducerIdsRequest(broker_id=1, broker_epoch=epoch)
+            started = time.monotonic()
+            response = stub.AllocateProducerIds(request, timeout=30)
+            assert response.error_code == Errors.NOT_CONTROLLER
+            assert time.monotonic() - started < 5  # at once, not after waiting on the event
+        finally:
+            release.set()
 
 
 def test_health_is_serving_again_after_a_cut_off_longer_than_the_session_timeout() -> None:
@@ -203,18 +207,8 @@ def test_health_is_serving_again_after_a_cut_off_longer_than_the_session_timeout
     # comes back on the same one. Health (wired before the controller starts, as in the
     # daemon) used to read the cut-off time before the controller had cleared it, and stayed
     # NOT_SERVING until some event happened to run.
-    h = ControllerHarness(controller_id=9)
-    h.register_broker(1)
-    server = ControllerGrpcServer("127.0.0.1:0", max_workers=RESERVED_WORKERS + WAITING)
-    server.add_controller_service(ControllerServicer(h.controller, server.waiting))
-    follow_active_state(server, h.controller)
-    server.start()
-    channel = grpc.insecure_channel(server.address)
-    try:
-        h.start()
-        h.controller.events.start()
-        h.controller.call(lambda ctl: None, 10)
-        assert health_status(channel, CONTROLLER_SERVICE) == SERVING
+    with active_with_health() as w:
+        h, channel = w.harness, w.channel
         now = [1000.0]
         h.controller._clock = lambda: now[0]
         h.zk.disconnect(h.port.inner)
@@ -223,7 +217,3 @@ def test_health_is_serving_again_after_a_cut_off_longer_than_the_session_timeout
         h.zk.reconnect(h.port.inner)  # the same session: no event follows
         assert h.controller.serving_active
         assert health_status(channel, CONTROLLER_SERVICE) == SERVING
-    finally:
-        channel.close()
-        server.stop(grace=0)
-        h.close()

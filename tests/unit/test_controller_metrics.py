@@ -21,6 +21,19 @@ def gauge(metrics: ControllerMetrics, name: str) -> float:
     raise AssertionError(f"no sample {name}")
 
 
+def started(
+    partitions: dict[int, list[int]] | None = None,
+) -> tuple[ControllerHarness, ControllerMetrics]:
+    """Controller 1, active, with broker 1 and topic t of ``partitions`` (if given)."""
+    metrics = ControllerMetrics(controller_id=1)
+    h = ControllerHarness(controller_id=1, metrics=metrics)
+    h.register_broker(1)
+    if partitions is not None:
+        h.create_topic("t", partitions)
+    h.start()
+    return h, metrics
+
+
 def test_active_controller_count_is_1_during_the_failover(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -49,10 +62,7 @@ def test_active_controller_count_is_1_during_the_failover(
 
 
 def test_a_session_closed_while_stopping_is_no_expiry() -> None:
-    metrics = ControllerMetrics(controller_id=1)
-    h = ControllerHarness(controller_id=1, metrics=metrics)
-    h.register_broker(1)
-    h.start()
+    h, metrics = started()
     h.controller._on_session_state(SessionState.LOST)  # a real expiry is counted
     assert gauge(metrics, "zookeeper_session_expirations_total") == 1
     assert any(isinstance(e, Expire) for e in h.pending_events())
@@ -67,11 +77,7 @@ def test_after_a_session_loss_no_context_gauge_counts_while_the_expire_waits() -
     # The Expire waits behind the event in progress (here: not yet drained): the controller
     # must not report its partitions beside its successor's, or sum() over the controllers
     # counts them twice (the OfflinePartitions and imbalance alerts).
-    metrics = ControllerMetrics(controller_id=1)
-    h = ControllerHarness(controller_id=1, metrics=metrics)
-    h.register_broker(1)
-    h.create_topic("t", {0: [1], 1: [1]})
-    h.start()
+    h, metrics = started({0: [1], 1: [1]})
     assert (gauge(metrics, "global_topic_count"), gauge(metrics, "global_partition_count")) == (
         1,
         2,
@@ -88,11 +94,7 @@ def test_cut_off_past_the_session_timeout_it_stops_counting_as_active() -> None:
     its session timeout has passed: by then the ensemble has expired the session (kazoo
     hears of it only on reconnecting, hours later in a lasting partition) and a successor
     may be in charge, so its gauges (summed over controllers by the alerts) read 0."""
-    metrics = ControllerMetrics(controller_id=1)
-    h = ControllerHarness(controller_id=1, metrics=metrics)
-    h.register_broker(1)
-    h.create_topic("t", {0: [1]})
-    h.start()
+    h, metrics = started({0: [1]})
     now = [1000.0]
     h.controller._clock = lambda: now[0]
     timeout_s = h.controller.config.zookeeper_session_timeout_ms / 1000
@@ -113,10 +115,7 @@ def test_cut_off_past_the_session_timeout_it_stops_counting_as_active() -> None:
 def test_a_controller_closing_its_own_session_to_stop_is_no_longer_active() -> None:
     # stop() with a busy event thread: mark_stopping(), then the session is closed and a
     # standby is elected at once; until shutdown() this one must not count beside it.
-    metrics = ControllerMetrics(controller_id=1)
-    h = ControllerHarness(controller_id=1, metrics=metrics)
-    h.register_broker(1)
-    h.start()
+    h, metrics = started()
     assert gauge(metrics, "active_controller_count") == 1
     h.controller.mark_stopping()
     assert h.controller.is_active and not h.controller.serving_active
