@@ -80,16 +80,27 @@ def validity_of_der(der: bytes) -> Validity:
     return Validity(not_before, not_after)
 
 
-def validity_of_pem(pem: bytes) -> Validity | None:
-    """The first certificate's validity in a PEM chain; None when there is none to read
-    (the TLS library's own checks report unusable files)."""
+def first_certificate_der(pem: bytes) -> bytes | None:
+    """The DER of the first certificate in a PEM chain, None when there is none. Text before
+    it (``openssl pkcs12``'s "Bag Attributes") is skipped, as TLS libraries skip it."""
     text = pem.decode("ascii", "replace")
     begin = text.find("-----BEGIN CERTIFICATE-----")
     end = text.find("-----END CERTIFICATE-----", max(begin, 0))
     if begin < 0 or end < 0:
         return None
     try:
-        der = ssl.PEM_cert_to_DER_cert(text[begin : end + len("-----END CERTIFICATE-----")])
+        return ssl.PEM_cert_to_DER_cert(text[begin : end + len("-----END CERTIFICATE-----")])
+    except ValueError:
+        return None
+
+
+def validity_of_pem(pem: bytes) -> Validity | None:
+    """The first certificate's validity in a PEM chain; None when there is none to read
+    (the TLS library's own checks report unusable files)."""
+    der = first_certificate_der(pem)
+    if der is None:
+        return None
+    try:
         return validity_of_der(der)
     except ValueError:
         return None

@@ -33,7 +33,8 @@ from typing import Any
 import grpc
 import structlog
 
-from controller.security.cert_validity import Validity, validity_of_pem
+from controller.config.addresses import parse_host_port
+from controller.security.cert_validity import Validity, first_certificate_der, validity_of_pem
 
 log = structlog.get_logger("controller.security.tls")
 
@@ -123,14 +124,8 @@ def fingerprint(cert_pem: bytes) -> str:
     """SHA-256 of the first certificate's DER, for logs (``AB:CD:...``, first 8 bytes); "?"
     when there is none. Text before the certificate (``openssl pkcs12``'s "Bag Attributes")
     is skipped, as TLS libraries skip it."""
-    text = cert_pem.decode("ascii", "replace")
-    begin = text.find("-----BEGIN CERTIFICATE-----")
-    end = text.find("-----END CERTIFICATE-----", max(begin, 0))
-    if begin < 0 or end < 0:
-        return "?"
-    try:
-        der = ssl.PEM_cert_to_DER_cert(text[begin : end + len("-----END CERTIFICATE-----")])
-    except ValueError:
+    der = first_certificate_der(cert_pem)
+    if der is None:
         return "?"
     return ":".join(f"{b:02X}" for b in hashlib.sha256(der).digest()[:8])
 
@@ -457,14 +452,15 @@ def add_port(server: grpc.Server, address: str, tls: ServerTls | None) -> int:
 def bind_failure_reason(address: str) -> str:
     """Why ``address`` cannot be bound, found by binding a plain socket to it: gRPC's own
     error says only "Failed to bind" and logs the reason on a line of its own."""
-    host, _, port_text = address.rpartition(":")
-    host = host.strip("[]") or None  # "" binds every interface
     try:
-        port = int(port_text)
-    except ValueError:
-        return f"bad port {port_text!r}"
+        parsed = parse_host_port(address)
+    except ValueError as exc:
+        return str(exc)
+    host = parsed.host or None  # "" binds every interface
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        infos = socket.getaddrinfo(
+            host, parsed.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
     except (socket.gaierror, UnicodeError) as exc:  # UnicodeError: a label over 63 bytes
         reason = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
         return f"cannot resolve {host!r}: {reason or exc}"

@@ -12,6 +12,7 @@ from kazoo import exceptions as kex
 from kazoo.protocol.states import ZnodeStat as KazooStat
 from kazoo.retry import RetryFailedError
 
+from controller.config.addresses import parse_zookeeper_connect
 from controller.zk import errors
 from controller.zk.port import CHILD_WATCH, Op, OpResult, ZnodeStat
 
@@ -119,17 +120,14 @@ def op_results(ops: Sequence[Op], raw: Sequence[Any]) -> list[OpResult]:
 def unresolvable_hosts(connect: str) -> list[str]:
     """The hosts of a connect string (``h1:2181,[::1]:2181/chroot``) that do not resolve:
     kazoo only logs that, and a session that never comes looks like an unreachable server."""
+    try:
+        hosts, _ = parse_zookeeper_connect(connect)
+    except ValueError:  # validated before it gets here; nothing to add if it was not
+        return []
     out = []
-    for entry in connect.split("/", 1)[0].split(","):
-        entry = entry.strip()
-        if entry.startswith("["):
-            host = entry[1 : entry.find("]")]
-        else:
-            host = entry.rsplit(":", 1)[0] if ":" in entry else entry
+    for hp in hosts:
         try:
-            socket.getaddrinfo(host, None)
-        except socket.gaierror:
-            out.append(host)
-        except (UnicodeError, ValueError):  # a label too long, a NUL: unresolvable too
-            out.append(host)
+            socket.getaddrinfo(hp.host, None)
+        except (socket.gaierror, UnicodeError, ValueError):  # a label too long, a NUL
+            out.append(hp.host)
     return out
