@@ -61,7 +61,7 @@ from controller.security.tls import (
 )
 from controller.signals import SignalInbox
 from controller.state_change_log import StateChangeLog
-from controller.zk import limits, paths
+from controller.zk import endpoints, limits, paths
 from controller.zk.chroot import create_chroot_if_necessary
 from controller.zk.endpoints import ControllerEndpoint, encode_controller_endpoint
 from controller.zk.errors import NodeExistsError
@@ -297,10 +297,19 @@ class ControllerDaemon:
     def endpoint(self) -> ControllerEndpoint:
         grpc_host, _, _ = self.grpc.address.rpartition(":")
         metrics = self.config.metrics_listen
+        tls = self.grpc.tls
+        client_auth = None
+        if tls is not None:
+            client_auth = (
+                endpoints.CLIENT_AUTH_REQUIRED if tls.client_auth_required
+                else endpoints.CLIENT_AUTH_NONE
+            )  # fmt: skip
         return ControllerEndpoint(
             self.config.controller_id,
             f"{_advertised(grpc_host)}:{self.grpc.port}",
             f"{_advertised(metrics.host)}:{self.http.port if self.http else metrics.port}",
+            grpc_security_protocol=endpoints.PLAINTEXT if tls is None else endpoints.SSL,
+            grpc_client_auth=client_auth,
         )
 
     def _register_endpoint(self) -> None:

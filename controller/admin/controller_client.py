@@ -9,7 +9,10 @@ the client follows it, re-reading ZooKeeper when there is no hint, until its dea
 
 With TLS (``channel_opener``, ``controller.security``) the channels are TLS and follow
 certificate rotations. A refusal by the controller's authorization (PERMISSION_DENIED,
-UNAUTHENTICATED) is final: it raises ``ControllerAccessDeniedError`` at once.
+UNAUTHENTICATED) is final: it raises ``ControllerAccessDeniedError`` at once. So is a
+controller whose registration says its listener needs other TLS settings than this client's
+(``ControllerTlsMismatchError``): a TLS listener closes a plaintext connection without a word,
+which would otherwise look like a controller that is down until the deadline.
 
 Only what is safe to send again is sent again: a call that never left (no connection could
 be made) and the controller's own "not processed, resend it" answers (NOT_CONTROLLER, the
@@ -31,8 +34,8 @@ from controller.api import MESSAGE_SIZE_OPTIONS
 from controller.api.errors import Errors, controller_hint, has_resend_marker
 from controller.api.v1 import admin_pb2_grpc, controller_pb2_grpc
 from controller.security.tls import PLAINTEXT, ChannelOpener
-from controller.zk import codecs, paths
-from controller.zk.endpoints import decode_controller_endpoint
+from controller.zk import codecs, endpoints, paths
+from controller.zk.endpoints import ControllerEndpoint, decode_controller_endpoint
 from controller.zk.errors import NoNodeError
 from controller.zk.port import ZkPort
 
@@ -54,6 +57,11 @@ class ControllerAnswerLostError(NoActiveControllerError):
     unreachable controller report this too (its message says what happened)."""
 
 
+class ControllerTlsMismatchError(NoActiveControllerError):
+    """The controller's registration says its gRPC listener cannot be spoken to with this
+    client's TLS settings: every try would fail the same way, so none is made."""
+
+
 class ControllerRefusedCallError(NoActiveControllerError):
     """The controller (or gRPC) refused the request as it is (malformed, a method it does not
     serve): not applied, and resending the same request cannot help."""
@@ -63,6 +71,26 @@ _DENIED = (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED)
 _REFUSED = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNIMPLEMENTED)
 # grpc-core's words for a call failed while picking a connection, before anything was sent.
 _NOT_SENT = "failed to connect to all addresses"
+
+
+def tls_mismatch(endpoint: ControllerEndpoint, opener: ChannelOpener) -> str | None:
+    """Why a client with ``opener``'s settings cannot talk to the listener ``endpoint``
+    registers, naming the flags that fix it; None when they fit or the registration does not
+    say (a controller older than the security fields)."""
+    where = f"controller {endpoint.controller_id} at {endpoint.grpc}"
+    protocol = endpoint.grpc_security_protocol
+    mutual = endpoint.grpc_client_auth == endpoints.CLIENT_AUTH_REQUIRED
+    if protocol == endpoints.SSL and not opener.secure:
+        needed = "--tls-ca-file, --tls-cert-file and --tls-key-file" if mutual else "--tls-ca-file"
+        return f"{where} serves gRPC over TLS, and this client is plaintext: give it {needed}"
+    if protocol == endpoints.PLAINTEXT and opener.secure:
+        return f"{where} serves plaintext gRPC, and this client uses TLS: drop its --tls-* options"
+    if mutual and not opener.presents_certificate:
+        return (
+            f"{where} requires a client certificate (mutual TLS), and this client has none: "
+            "give it --tls-cert-file and --tls-key-file"
+        )
+    return None
 
 
 def _not_sent(exc: grpc.RpcError) -> bool:
@@ -101,12 +129,12 @@ class ControllerClient:
             return None
         return codecs.decode_controller(data, paths.CONTROLLER)
 
-    def address_of(self, controller_id: int) -> str | None:
+    def endpoint_of(self, controller_id: int) -> ControllerEndpoint | None:
         try:
             data, _ = self._port.get(paths.controller_endpoint_path(controller_id))
         except NoNodeError:
             return None
-        return decode_controller_endpoint(controller_id, data).grpc
+        return decode_controller_endpoint(controller_id, data)
 
     def _channel(self, address: str) -> grpc.Channel:
         channel = self._channels.get(address)
@@ -157,8 +185,8 @@ class ControllerClient:
         last_problem = "no controller is registered in /controller"
         while time.monotonic() < deadline:
             target = target if target is not None else self.active_controller_id()
-            address = self.address_of(target) if target is not None else None
-            if target is None or address is None:
+            endpoint = self.endpoint_of(target) if target is not None else None
+            if target is None or endpoint is None:
                 if target is not None:
                     last_problem = f"controller {target} has not advertised an address"
                 if once:
@@ -166,6 +194,10 @@ class ControllerClient:
                 target = None
                 time.sleep(0.2)
                 continue
+            mismatch = tls_mismatch(endpoint, self._opener)
+            if mismatch is not None:
+                raise ControllerTlsMismatchError(mismatch)
+            address = endpoint.grpc
             remaining = max(deadline - time.monotonic(), 0.1)
             try:
                 response, call = stub_method(self._channel(address)).with_call(

@@ -400,6 +400,11 @@ class ChannelOpener:
     def secure(self) -> bool:
         return self.tls is not None
 
+    @property
+    def presents_certificate(self) -> bool:
+        """Whether TLS channels present a client certificate (what mutual TLS needs)."""
+        return self.tls is not None and self.tls.files.cert_file is not None
+
     def open(self, target: str, options: ChannelOptions = ()) -> grpc.Channel:
         if self.tls is None:
             return grpc.insecure_channel(target, options=list(options))

@@ -3,9 +3,11 @@ call the admin and controller services, handshake refusals, and certificate rota
 
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,11 +15,13 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from kazoo.exceptions import NoNodeError
 from structlog.testing import capture_logs
 
 from controller.admin.controller_client import (
     ControllerAccessDeniedError,
     ControllerClient,
+    ControllerTlsMismatchError,
     NoActiveControllerError,
 )
 from controller.api.v1 import (
@@ -35,7 +39,7 @@ from controller.core.model import Broker, EndPoint, TopicPartition
 from controller.rpc.server import ADMIN_SERVICE, ControllerGrpcServer
 from controller.security import authz
 from controller.security.testing import CertificateAuthority, certificate_serial
-from controller.security.tls import ChannelOpener, TlsSettings, client_tls
+from controller.security.tls import PLAINTEXT, ChannelOpener, TlsSettings, client_tls
 from controller.zk import paths
 from tests.cluster import Cluster
 from tests.support import CLI, REPO, kazoo, wait_until
@@ -172,12 +176,89 @@ def test_mutual_tls_refuses_clients_without_a_trusted_certificate(
         with pytest.raises(NoActiveControllerError) as unreachable:
             _list_reassignments(_admin(cluster, pki, who, timeout_s=2))
         assert not isinstance(unreachable.value, ControllerAccessDeniedError)
+        # Only the missing certificate shows in the registration; a foreign CA does not.
+        assert isinstance(unreachable.value, ControllerTlsMismatchError) == (who is None), who
     with grpc.insecure_channel(address) as plaintext, pytest.raises(grpc.RpcError) as refused:
         health_pb2_grpc.HealthStub(plaintext).Check(request, timeout=5)
     assert refused.value.code() is grpc.StatusCode.UNAVAILABLE
     # Any certificate from the CA may use health checking (no rule on it).
     with pki.opener("admin-mallory").open(address) as channel:
         assert health_pb2_grpc.HealthStub(channel).Check(request, timeout=5).status == 1
+
+
+def test_clients_whose_tls_settings_cannot_work_are_told_at_once(
+    cluster: Cluster, pki: Pki
+) -> None:
+    """A TLS listener closes a plaintext connection without a word, and a mutual-TLS one a
+    client without a certificate: the client used to retry that until its deadline (35 s for
+    the admin commands) and then guess. The registration says what the listener needs."""
+    daemon = cluster.active_controller()
+    registered = wait_until(lambda: _registration(cluster, 0), what="the endpoint registered")
+    assert registered["grpc_security_protocol"] == "SSL"
+    assert registered["grpc_client_auth"] == "required"
+    where = f"controller 0 at {daemon.endpoint().grpc}"
+    cases = (
+        (PLAINTEXT, "serves gRPC over TLS, and this client is plaintext: give it "
+                    "--tls-ca-file, --tls-cert-file and --tls-key-file"),
+        (pki.opener(None), "requires a client certificate (mutual TLS), and this client has "
+                           "none: give it --tls-cert-file and --tls-key-file"),
+    )  # fmt: skip
+    for opener, problem in cases:
+        client = ControllerClient(cluster.broker_port(1), timeout_s=30, channel_opener=opener)
+        started = time.monotonic()
+        with pytest.raises(ControllerTlsMismatchError) as mismatch:
+            _list_reassignments(client)
+        assert time.monotonic() - started < 5  # not the deadline
+        assert str(mismatch.value) == f"{where} {problem}"
+    # The admin commands say it in one line, and soon.
+    started = time.monotonic()
+    plain = subprocess.run(
+        [*CLI, "elect", "--type", "preferred", "--all", "--zookeeper", cluster.connect],
+        capture_output=True, text=True, cwd=REPO, timeout=60, env={"PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert plain.returncode == 1
+    assert "serves gRPC over TLS, and this client is plaintext" in plain.stderr, plain.stderr
+    assert time.monotonic() - started < 20  # the CLI's deadline is 35 s
+
+
+def test_a_tls_client_of_a_plaintext_controller_is_told_at_once(
+    zk_connect: str, tmp_path: Path, pki: Pki
+) -> None:
+    plain = Cluster(zk_connect, tmp_path)
+    try:
+        daemon = plain.start_controller(0)
+        plain.active_controller()
+        plain.start_broker(1)
+        wait_until(lambda: _registration(plain, 0), what="the endpoint registered")
+        assert _registration(plain, 0) == {
+            "version": 1, "controller_id": 0, "grpc": daemon.endpoint().grpc,
+            "metrics": daemon.endpoint().metrics, "grpc_security_protocol": "PLAINTEXT",
+        }  # fmt: skip
+        opener = pki.opener("admin-alice")
+        client = ControllerClient(plain.broker_port(1), timeout_s=30, channel_opener=opener)
+        with pytest.raises(ControllerTlsMismatchError) as mismatch:
+            _list_reassignments(client)
+        assert str(mismatch.value) == (
+            f"controller 0 at {daemon.endpoint().grpc} serves plaintext gRPC, and this client "
+            "uses TLS: drop its --tls-* options"
+        )
+        # A plaintext client still gets through.
+        client = ControllerClient(plain.broker_port(1), timeout_s=30)
+        assert _list_reassignments(client).error_code == 0
+    finally:
+        plain.close()
+
+
+def _registration(cluster: Cluster, controller_id: int) -> dict[str, object] | None:
+    zk = kazoo(cluster.connect)
+    try:
+        data, _ = zk.get(paths.controller_endpoint_path(controller_id))
+    except NoNodeError:
+        return None
+    finally:
+        zk.stop()
+        zk.close()
+    return json.loads(data)
 
 
 def _peer_serial(address: str, pki: Pki) -> int:
