@@ -39,6 +39,9 @@ class ControllerStatus:
     id: int
     grpc: str | None = None
     metrics_address: str | None = None
+    # How its gRPC listener is spoken to (None: a controller that does not say).
+    grpc_security_protocol: str | None = None
+    grpc_client_auth: str | None = None
     active: bool = False  # holds /controller
     reachable: bool | None = None  # None: no metrics address to try
     metrics: dict[str, float] = field(default_factory=dict)  # a few scraped values
@@ -170,6 +173,8 @@ def _controllers(port: ZkPort, active: int | None, timeout: float) -> list[Contr
             data, _ = port.get(paths.controller_endpoint_path(cid))
             endpoint = decode_controller_endpoint(cid, data)
             status.grpc, status.metrics_address = endpoint.grpc, endpoint.metrics
+            status.grpc_security_protocol = endpoint.grpc_security_protocol
+            status.grpc_client_auth = endpoint.grpc_client_auth
         except NoNodeError:
             continue  # its session ended since the listing
         except MalformedZnodeError as exc:
@@ -427,6 +432,9 @@ def render(status: ClusterStatus, *, source: str = "") -> str:
             detail.append(
                 f"KRaft controller (migration), kraftControllerEpoch {c.kraft_controller_epoch}"
             )
+        if c.grpc_security_protocol == "SSL":
+            mutual = c.grpc_client_auth == "required"
+            detail.append("gRPC TLS, client certificates required" if mutual else "gRPC TLS")
         if c.metrics:
             m = c.metrics
             detail.append(f"queue {int(m.get('event_queue_size', 0))}")

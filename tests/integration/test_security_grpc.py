@@ -219,6 +219,14 @@ def test_clients_whose_tls_settings_cannot_work_are_told_at_once(
     assert plain.returncode == 1
     assert "serves gRPC over TLS, and this client is plaintext" in plain.stderr, plain.stderr
     assert time.monotonic() - started < 20  # the CLI's deadline is 35 s
+    # `status` shows what the listener needs.
+    shown = subprocess.run(
+        [*CLI, "status", "--once", "--zookeeper", cluster.connect],
+        capture_output=True, text=True, cwd=REPO, timeout=60, env={"PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    line = next(ln for ln in shown.stdout.splitlines() if "controller 0 " in ln)
+    assert "gRPC TLS, client certificates required" in line, shown.stdout
 
 
 def test_a_tls_client_of_a_plaintext_controller_is_told_at_once(

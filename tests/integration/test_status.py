@@ -66,6 +66,9 @@ def test_status_shows_controllers_brokers_partitions_and_changes(cluster: Cluste
     ]  # fmt: skip
     assert doc["controllers"][0]["metrics"]["active_controller_count"] == 1
     assert doc["controllers"][1]["metrics"]["active_controller_count"] == 0
+    assert {(c["grpc_security_protocol"], c["grpc_client_auth"]) for c in doc["controllers"]} == {
+        ("PLAINTEXT", None)
+    }
     assert [b["id"] for b in doc["brokers"]] == [1, 2, 3]
     assert doc["topics"] == 2
     assert doc["partitions"] == {
@@ -78,6 +81,7 @@ def test_status_shows_controllers_brokers_partitions_and_changes(cluster: Cluste
     out = text.stdout
     assert f"Active controller: 0   epoch: {active.controller.epoch}" in out
     assert "controller 0    active" in out and "controller 1    standby" in out
+    assert "gRPC TLS" not in out
     assert "Brokers: 3" in out
     assert "Topics: 2   Partitions: 4   online 4   offline 0   under-replicated 0" in out
     assert "\x1b[" not in out  # --once never redraws
