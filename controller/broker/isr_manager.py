@@ -26,7 +26,11 @@ from dataclasses import dataclass, field
 import grpc
 import structlog
 
-from controller.admin.controller_client import ControllerAccessDeniedError, NoActiveControllerError
+from controller.admin.controller_client import (
+    ControllerAccessDeniedError,
+    ControllerTlsMismatchError,
+    NoActiveControllerError,
+)
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import controller_pb2
 from controller.core.model import LeaderAndIsr, LeaderRecoveryState, TopicPartition
@@ -36,7 +40,8 @@ log = structlog.get_logger("controller.broker.isr")
 # Kafka schedules a resend 50 ms after a failed AlterPartition; a little more here, because a
 # failed attempt through ControllerClient has already waited for its own deadline.
 DEFAULT_RETRY_BACKOFF_S = 0.1
-# After the controller's authorization refused us: retrying at once cannot help.
+# After the controller's authorization refused us, or its registration says our TLS settings
+# cannot work: retrying at once cannot help.
 ACCESS_DENIED_BACKOFF_S = 5.0
 
 # The answer for one partition: an error, or the partition's state after the change.
@@ -207,6 +212,17 @@ class AlterPartitionManager:
             # that. Keep trying, slowly and loudly.
             log.error(
                 "AlterPartition refused by the controller's authorization; will retry",
+                broker_id=self.broker_id,
+                error=str(exc),
+                retry_in_s=self._access_denied_backoff_s,
+            )
+            return self._access_denied_backoff_s
+        except ControllerTlsMismatchError as exc:
+            # Our TLS settings cannot work with the controller's listener (its registration
+            # says so, and the client no longer waits its deadline to find out): as above.
+            log.error(
+                "AlterPartition cannot reach the controller with this broker's TLS settings; "
+                "will retry",
                 broker_id=self.broker_id,
                 error=str(exc),
                 retry_in_s=self._access_denied_backoff_s,

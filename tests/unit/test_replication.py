@@ -11,7 +11,11 @@ from collections.abc import Callable
 import grpc
 import pytest
 
-from controller.admin.controller_client import ControllerAccessDeniedError
+from controller.admin.controller_client import (
+    ControllerAccessDeniedError,
+    ControllerTlsMismatchError,
+    NoActiveControllerError,
+)
 from controller.api.errors import Errors
 from controller.api.v1 import broker_pb2, controller_pb2
 from controller.broker.isr_manager import AlterPartitionItem, AlterPartitionManager
@@ -572,9 +576,22 @@ def test_manager_refuses_a_second_change_for_the_same_partition():
         manager.stop()
 
 
-def test_manager_backs_off_longer_when_the_controller_denies_access():
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        ControllerAccessDeniedError("controller 0 refused the call: PERMISSION_DENIED"),
+        # Raised at once, before any connection: without the longer backoff, a retry loop
+        # every 10 ms (100 ms in production), each logged.
+        ControllerTlsMismatchError(
+            "controller 0 at 127.0.0.1:1 serves gRPC over TLS, and this client is plaintext"
+        ),
+    ],
+)
+def test_manager_backs_off_longer_when_the_controller_cannot_be_called(
+    refusal: NoActiveControllerError,
+) -> None:
     def denied(request: object) -> object:
-        raise ControllerAccessDeniedError("controller 0 refused the call: PERMISSION_DENIED")
+        raise refusal
 
     results: list = []
     controller = ScriptedController(denied, answer)
