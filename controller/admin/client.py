@@ -24,6 +24,7 @@ from controller.config import (
 from controller.security.acls import NO_ZK_SECURITY, ZkSecurity
 from controller.zk.errors import ConnectionLossError, NoAuthError
 from controller.zk.kazoo_port import KazooPort
+from controller.zk.kazoo_support import unresolvable_hosts
 
 ZK_CONNECT_ENV = "ZK_CONNECT"
 # Kafka's TopicCommand opens its ZooKeeper client with a 30 s session and connection timeout.
@@ -73,7 +74,16 @@ def admin_session(
         raise AdminConnectError(f"invalid ZooKeeper connect string: {exc}") from None
     where = ",".join(f"{h.host}:{h.port}" for h in hosts)
     timeout = session_timeout_ms / 1000
-    port = KazooPort(format_zookeeper_connect(hosts, chroot), timeout, **security.port_options())
+    connect = format_zookeeper_connect(hosts, chroot)
+    # A name that does not resolve will not within the wait: say so now (a daemon waits on,
+    # as DNS may come up after it; a tool is run again).
+    unresolved = unresolvable_hosts(connect)
+    if len(unresolved) == len(hosts):
+        raise AdminConnectError(
+            f"cannot resolve the ZooKeeper host(s) {', '.join(unresolved)}: check the "
+            "connect string"
+        )
+    port = KazooPort(connect, timeout, **security.port_options())
     try:
         with warnings.catch_warnings():
             # kazoo warns about a missing chroot itself; the check below says it clearly.
@@ -82,8 +92,9 @@ def admin_session(
     except NoAuthError as exc:
         raise AdminConnectError(f"ZooKeeper at {where}: {exc}") from None
     except ConnectionLossError:
+        why = f" (cannot resolve {', '.join(unresolved)})" if unresolved else ""
         raise AdminConnectError(
-            f"could not connect to ZooKeeper at {where} within {timeout:g}s"
+            f"could not connect to ZooKeeper at {where} within {timeout:g}s{why}"
         ) from None
     try:
         if chroot is not None and port.exists("/") is None:

@@ -206,8 +206,21 @@ def alter_broker_default_config(
                 "controller reads (set the others with kafka-configs.sh)"
             )
     validate_topic_configs(add)  # the same names and value rules as the topic configs
+    _require_cluster(port)
     return _alter(port, BROKERS, DEFAULT, paths.BROKER_DEFAULT_CONFIG, "the brokers' default",
                   add, delete)  # fmt: skip
+
+
+def _require_cluster(port: ZkPort) -> None:
+    """Refuse a cluster-wide write where no cluster lives: with the chroot left out of the
+    connect string it would land beside the cluster, be read by nobody, and still report
+    success. (A topic's configs need the topic, which says the same.)"""
+    if port.exists(paths.BROKERS_IDS) is None:
+        raise InvalidRequestError(
+            f"no Kafka cluster here ({paths.BROKERS_IDS} does not exist): is the chroot "
+            "missing from the connect string (e.g. zk1:2181/kafka)? A cluster's controller "
+            "and brokers create it when they first start"
+        )
 
 
 def alter_broker_config(port: ZkPort, broker_id: int, add: Mapping[str, str]) -> dict[str, str]:

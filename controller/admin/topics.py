@@ -64,6 +64,7 @@ from controller.zk import codecs, limits, paths
 from controller.zk.errors import (
     BadVersionError,
     MalformedZnodeError,
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
 )
@@ -342,6 +343,8 @@ def add_partitions(
     merged.update({p: ReplicaAssignment(r) for p, r in added.items()})
     data = _encode_checked(TopicAssignment(name, current.topic_id, merged))
     failure = commit(port, [SetData(paths.topic_path(name), data, version)])
+    if failure is not None and not isinstance(failure[1], BadVersionError | NoNodeError):
+        raise failure[1]  # e.g. NOAUTH: no race, and running it again cannot help
     if failure is not None and not holds(port, paths.topic_path(name), data):
         raise ConcurrentModificationError(
             f"{paths.topic_path(name)} changed while partitions were being added "
@@ -376,6 +379,8 @@ def delete_topic(port: ZkPort, name: str) -> None:
         return  # deleted since it was read: what was asked for
     if index == len(ops) - 1 and isinstance(error, NodeExistsError):
         raise TopicMarkedForDeletionError(f"topic '{name}' is already marked for deletion")
+    if isinstance(error, NoAuthError):
+        raise error  # reported with the credentials hint, as every NOAUTH
     raise ConcurrentModificationError(f"could not mark topic '{name}' for deletion: {error}")
 
 

@@ -28,7 +28,7 @@ from controller.security.cli import (
 )
 from controller.security.tls import TlsConfigError
 from controller.zk import limits
-from controller.zk.errors import MalformedZnodeError, ZkError
+from controller.zk.errors import MalformedZnodeError, NoAuthError, ZkError
 from controller.zk.paths import InvalidTopicError
 from controller.zk.port import ZkPort
 
@@ -47,6 +47,12 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+def one_line_usage_errors(parser: argparse.ArgumentParser) -> None:
+    """``OneLineErrorParser``'s errors for a parser made by the top-level subparsers (whose
+    class is argparse's, shared with the daemons), for a command without actions."""
+    parser.error = OneLineErrorParser.error.__get__(parser)  # type: ignore[method-assign]
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,8 +96,24 @@ def run_admin(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:
         return fail(str(exc))
     except (CredentialsError, TlsConfigError) as exc:  # unusable credentials or certificates
         return fail(str(exc))
+    except NoAuthError as exc:
+        return fail(with_auth_hint(f"ZooKeeper request failed: {exc}"))
     except ZkError as exc:
         return fail(f"ZooKeeper request failed: {exc}")
+
+
+# What a NOAUTH almost always means for an admin tool: it did not authenticate as the cluster's
+# processes do (their znodes carry Kafka's secure ACLs).
+NO_AUTH_HINT = (
+    "the znode's ACL refuses this session: give the cluster's ZooKeeper credentials with "
+    "--zookeeper-auth-scheme and --zookeeper-auth-credentials-file (or the ZKC_ZOOKEEPER_AUTH_* "
+    "environment)"
+)
+
+
+def with_auth_hint(message: str) -> str:
+    """``message``, with what to do about it when it reports a NOAUTH."""
+    return f"{message}; {NO_AUTH_HINT}" if NoAuthError.code in message else message
 
 
 JUTE_MAXBUFFER_ENV = SETTINGS_BY_NAME["zookeeper.jute.maxbuffer"].env  # the controller's

@@ -32,6 +32,14 @@ def seconds(text: str) -> float:
     return value
 
 
+def positive_seconds(text: str) -> float:
+    """``seconds``, and more than 0: a time-out of 0 would give up before trying."""
+    value = seconds(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected more than 0 seconds, got {text!r}")
+    return value
+
+
 #: Milliseconds: a positive int32.
 positive_ms = int_in(1)
 #: A partition number.

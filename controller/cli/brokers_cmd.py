@@ -74,6 +74,8 @@ def list_command(args: argparse.Namespace) -> int:
             else:
                 print(f"Controller: {'none' if controller is None else controller}")
         errors = [f"broker {row['id']}: {row['error']}" for row in rows if row["error"]]
+        if cluster.controller_error:  # as an unreadable broker: shown, and the exit says so
+            errors.append(f"unreadable /controller: {cluster.controller_error}")
         for error in errors:
             fail(error)
         return 1 if errors else 0

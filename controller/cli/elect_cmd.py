@@ -34,6 +34,7 @@ from controller.cli.admin_common import (
     add_connection_arguments,
     call_controller_admin,
     fail,
+    one_line_usage_errors,
     run_admin,
 )
 from controller.cli.argtypes import INT32_MAX, partition_number
@@ -55,6 +56,7 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    one_line_usage_errors(parser)  # its options sit on the subcommand's own parser
     parser.add_argument(
         "--type",
         "--election-type",

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
 
 
 PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a tool its reader went away from
+INTERRUPTED = 130  # 128 + SIGINT
 
 # The admin tools exit 1 on usage errors too, as Kafka's do (kafka-topics.sh & co.); the
 # daemon-like commands keep argparse's 2.
@@ -82,6 +83,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+    except KeyboardInterrupt:
+        # Ctrl-C while a tool waits (for ZooKeeper, the controller, a reassignment): the user
+        # asked for it, so no traceback; the shell's code for SIGINT. (The daemons handle
+        # SIGINT themselves and stop cleanly.)
+        print(file=sys.stderr)  # end the line the ^C was echoed on
+        return INTERRUPTED
     except BrokenPipeError:
         # The reader went away (``... | head``): stop quietly, as Unix tools do. Python's own
         # flush at exit would fail again on the dead pipe, so stdout goes to /dev/null.

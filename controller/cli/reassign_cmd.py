@@ -35,7 +35,7 @@ from controller.admin.controller_client import ControllerClient, NoActiveControl
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2, common_pb2
 from controller.cli.admin_common import OneLineErrorParser, add_connection_arguments, run_admin
-from controller.cli.argtypes import int_in, seconds
+from controller.cli.argtypes import int_in, positive_seconds, seconds
 from controller.core.model import ReplicaAssignment, TopicPartition
 from controller.security.cli import add_tls_arguments, channel_opener_from_args
 from controller.zk.port import ZkPort
@@ -121,7 +121,7 @@ def register(subparsers: Any) -> None:
         add_connection_arguments(action)
         add_tls_arguments(action)  # the admin API over TLS / mutual TLS (controller.security)
         action.add_argument(
-            "--timeout-s", type=seconds, default=DEFAULT_RPC_TIMEOUT_S, metavar="S",
+            "--timeout-s", type=positive_seconds, default=DEFAULT_RPC_TIMEOUT_S, metavar="S",
             help="how long to look for the active controller per call (default %(default)s)",
         )  # fmt: skip
 
@@ -135,9 +135,13 @@ def _plan_argument(parser: argparse.ArgumentParser) -> None:
 
 def _read(path: str, what: str) -> str:
     try:
-        return Path(path).read_text()
+        return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise AdminError(f"cannot read the {what} file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:  # Kafka's JSON is UTF-8 (a UTF-16 export, a binary)
+        raise AdminError(
+            f"the {what} file {path} is not UTF-8 text (byte {exc.start}: {exc.reason})"
+        ) from None
 
 
 def _run(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:

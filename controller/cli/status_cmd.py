@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from controller.cli.admin_common import add_connection_arguments, run_admin
+from controller.cli.argtypes import int_in
 from controller.status import ElectionTracker, collect_status, render
 from controller.zk.port import ZkPort
 
@@ -43,7 +44,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--count",
-        type=int,
+        type=int_in(1),
         default=None,
         metavar="N",
         help="stop after N refreshes (default: until Ctrl-C)",

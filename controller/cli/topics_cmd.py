@@ -29,6 +29,7 @@ from controller.cli.admin_common import (
     add_connection_arguments,
     fail,
     join,
+    with_auth_hint,
 )
 from controller.zk.port import ZkPort
 
@@ -280,9 +281,11 @@ def _min_isr(configs: dict[str, str], default: int) -> int:
     return int(value) if value.isdigit() else default
 
 
-def _cluster_min_isr(port: ZkPort) -> int:
-    """min.insync.replicas of /config/brokers/<default>, else Kafka's default (1)."""
-    return _min_isr(configs_admin.describe_broker_default_config(port).config, 1)
+def _cluster_min_isr(port: ZkPort) -> tuple[int, str | None]:
+    """min.insync.replicas of /config/brokers/<default>, else Kafka's default (1); and why
+    that znode could not be read (its ACL refuses this session, say), when it could not."""
+    default = configs_admin.describe_broker_default_config(port)
+    return _min_isr(default.config, 1), default.error
 
 
 def _names_to_describe(port: ZkPort, args: argparse.Namespace) -> list[str] | None:
@@ -322,9 +325,14 @@ def describe_command(args: argparse.Namespace) -> int:
             return 0  # --if-exists / --exclude-internal left nothing of what was asked for
         descriptions = admin.describe_topics(port, names)
         by_min_isr = args.under_min_isr_partitions or args.at_min_isr_partitions
-        default_min_isr = _cluster_min_isr(port) if by_min_isr else 1
+        default_min_isr, default_error = _cluster_min_isr(port) if by_min_isr else (1, None)
         min_isr = {t.name: _min_isr(t.configs, default_min_isr) for t in descriptions}
         errors = [f"topic {t.name}: {t.error}" for t in descriptions if t.error]
+        if default_error:  # the filter then used Kafka's default, which may be wrong
+            errors.append(
+                f"the cluster's default min.insync.replicas is unknown ({default_error}); "
+                f"{default_min_isr} was used for the topics that do not set it"
+            )
         errors += [
             f"topic {t.name}: configs unreadable: {t.config_error}"
             for t in descriptions
@@ -352,7 +360,7 @@ def describe_command(args: argparse.Namespace) -> int:
                     if _wanted(args, p, min_isr[t.name]):
                         print(_partition_line(t, p))
         for error in errors:
-            fail(error)
+            fail(with_auth_hint(error))
         return 1 if errors else 0
 
     return run_admin(args, action)

@@ -436,3 +436,24 @@ def test_an_authenticated_admin_tool_writes_kafkas_acls_without_the_flag(
     open_acl = [ACL(Permissions.ALL, Id("world", "anyone"))]
     acl, _ = superuser.get_acls(cluster.chroot + paths.topic_path("opened"))
     assert list(acl) == open_acl
+
+    # Without the credentials: each refusal says what to give, and none says "run it again"
+    # (topics alter used to) or answers as if nothing were wrong (describe's min-ISR filters
+    # used to, with the sensitive default unreadable).
+    topic_before = superuser.get(cluster.chroot + paths.topic_path("tooled"))[0]
+    try:
+        for args in (
+            ["topics", "alter", "--topic", "tooled", "--partitions", "2"],
+            ["topics", "delete", "--topic", "tooled"],
+            ["topics", "describe", "--under-min-isr-partitions"],
+        ):
+            assert main([*args, "--zookeeper", cluster.connect]) == 1, args
+            refused = capsys.readouterr().err.splitlines()
+            assert len(refused) == 1, refused
+            assert "NOAUTH" in refused[0] and "--zookeeper-auth-credentials-file" in refused[0]
+            assert "run the command again" not in refused[0]
+    finally:
+        reset_logging()
+    assert "min.insync.replicas is unknown" in refused[0]
+    assert superuser.get(cluster.chroot + paths.topic_path("tooled"))[0] == topic_before
+    assert superuser.exists(cluster.chroot + paths.delete_topic_path("tooled")) is None

@@ -289,6 +289,11 @@ def test_an_unreadable_controller_znode_is_shown_not_hidden(zk_connect: str) -> 
             capture_output=True, text=True, timeout=60, cwd=REPO,
         )  # fmt: skip
         assert "Controller: unreadable /controller:" in listed.stdout
+        # ...and exits 1 with it, as for an unreadable broker (it used to exit 0).
+        assert listed.returncode == 1
+        assert listed.stderr.splitlines() == [
+            f"zk-controller: error: unreadable /controller: {doc['controller_error']}"
+        ]
     finally:
         client.stop()
 

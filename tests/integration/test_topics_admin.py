@@ -11,7 +11,11 @@ from __future__ import annotations
 import json
 import random
 import re
+import signal
+import subprocess
+import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +34,7 @@ from controller.core.model import TopicAssignment, TopicPartition
 from controller.zk import codecs, paths
 from controller.zk.kazoo_port import KazooPort
 from tests.integration.admin_support import brokers, cli, one_error_line, snapshot
+from tests.support import CLI
 
 TOPIC_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{21}")
 
@@ -683,6 +688,46 @@ def test_cli_errors_are_one_line_and_change_nothing(zk_connect: str, port: Kazoo
     assert snapshot(port) == before
 
 
+def test_cli_refuses_at_once_what_cannot_work(
+    zk_connect: str, port: KazooPort, tmp_path: Path
+) -> None:
+    """Found by running the tools where operators get them wrong: each is one line, exit 1,
+    and nothing written."""
+    # The cluster under <chroot>/kafka; the tool given <chroot> only (the chroot left out).
+    port.ensure_path("/kafka" + paths.BROKERS_IDS)
+    before = snapshot(port)
+    one_error_line(
+        cli("configs", "alter", "--entity-type", "brokers", "--entity-default",
+            "--add-config", "unclean.leader.election.enable=true", "--zookeeper", zk_connect),
+        "no Kafka cluster here (/brokers/ids does not exist)", "chroot",
+    )  # fmt: skip
+    utf16 = tmp_path / "plan.json"
+    utf16.write_text('{"version":1,"partitions":[]}', encoding="utf-16")
+    one_error_line(
+        cli("reassign", "execute", "--reassignment-json-file", str(utf16),
+            "--zookeeper", zk_connect),
+        f"the reassignment file {utf16} is not UTF-8 text",
+    )  # fmt: skip
+    one_error_line(cli("reassign", "list", "--timeout-s", "0", "--zookeeper", zk_connect),
+                   "--timeout-s", "expected more than 0 seconds")  # fmt: skip
+    one_error_line(cli("elect", "--type", "bogus", "--all", "--zookeeper", zk_connect),
+                   "zk-controller elect: error: argument --type", "invalid choice")  # fmt: skip
+    assert snapshot(port) == before
+
+
+def test_ctrl_c_stops_a_waiting_tool_without_a_traceback(free_port: Callable[[], int]) -> None:
+    waiting = subprocess.Popen(
+        [*CLI, "topics", "list", "--zookeeper", f"127.0.0.1:{free_port()}",
+         "--session-timeout-ms", "60000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(3)  # past the imports, waiting for the session
+    waiting.send_signal(signal.SIGINT)
+    _, err = waiting.communicate(timeout=30)
+    assert waiting.returncode == 130
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+
+
 def test_cli_connection_errors(zk_server: Any, free_port: Callable[[], int]) -> None:
     one_error_line(cli("topics", "list"), "--zookeeper", "ZK_CONNECT")
     one_error_line(cli("topics", "list", "--zookeeper", "host:notaport"), "invalid", "notaport")
@@ -695,3 +740,16 @@ def test_cli_connection_errors(zk_server: Any, free_port: Callable[[], int]) -> 
         cli("topics", "list", "--zookeeper", unreachable, "--session-timeout-ms", "1500"),
         f"could not connect to ZooKeeper at {unreachable}",
     )
+    # A host that does not resolve will not within the wait (RFC 6761: .invalid never does).
+    started = time.monotonic()
+    one_error_line(
+        cli("topics", "list", "--zookeeper", "zk.invalid:2181", "--session-timeout-ms", "60000"),
+        "cannot resolve the ZooKeeper host(s) zk.invalid: check the connect string",
+    )
+    assert time.monotonic() - started < 30  # not the 60 s wait
+    one_error_line(
+        cli("topics", "list", "--zookeeper", f"zk.invalid:2181,{unreachable}",
+            "--session-timeout-ms", "1500"),
+        f"could not connect to ZooKeeper at zk.invalid:2181,{unreachable} within 1.5s "
+        "(cannot resolve zk.invalid)",
+    )  # fmt: skip

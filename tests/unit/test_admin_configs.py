@@ -217,6 +217,7 @@ DEFAULT = paths.BROKER_DEFAULT_CONFIG
 
 def test_the_brokers_default_takes_the_unclean_setting_with_its_notification() -> None:
     zk = MemoryZooKeeper().open_session()  # no topic needed
+    zk.ensure_path(paths.BROKERS_IDS)  # a cluster lives here
     assert configs.describe_broker_default_config(zk) == configs.EntityConfig("<default>", {})
     configs.alter_broker_default_config(zk, {"unclean.leader.election.enable": "true"})
     assert zk.get(DEFAULT)[0] == b'{"version":1,"config":{"unclean.leader.election.enable":"true"}}'
@@ -226,6 +227,18 @@ def test_the_brokers_default_takes_the_unclean_setting_with_its_notification() -
     }
     configs.alter_broker_default_config(zk, delete=["unclean.leader.election.enable"])
     assert zk.get(DEFAULT)[0] == b'{"version":1,"config":{}}'
+
+
+def test_the_brokers_default_is_not_written_where_no_cluster_lives() -> None:
+    """The connect string without its chroot: the write used to land beside the cluster,
+    read by nobody, and report success."""
+    zk = MemoryZooKeeper().open_session()
+    zk.ensure_path("/kafka" + paths.BROKERS_IDS)  # the cluster, under a chroot left out
+    with pytest.raises(InvalidRequestError, match=r"no Kafka cluster here \(/brokers/ids does "
+                       r"not exist\): is the chroot missing from the connect string"):
+        configs.alter_broker_default_config(zk, {"unclean.leader.election.enable": "true"})
+    assert zk.exists(paths.CONFIG) is None  # nothing written
+    assert notifications(zk) == []
 
 
 @pytest.mark.parametrize(
@@ -241,6 +254,7 @@ def test_refused_brokers_default_alters_write_nothing(
     add: dict[str, str], delete: list[str], problem: str
 ) -> None:
     zk = MemoryZooKeeper().open_session()
+    zk.ensure_path(paths.BROKERS_IDS)
     with pytest.raises(InvalidConfigError, match=problem):
         configs.alter_broker_default_config(zk, add, delete)
     assert zk.exists(DEFAULT) is None
