@@ -67,6 +67,10 @@ class ControllerRefusedCallError(NoActiveControllerError):
     serve): not applied, and resending the same request cannot help."""
 
 
+#: How long a client waits, with no controller process registered at all, before it says
+#: so instead of waiting out its deadline: a restart (systemd waits 5 s) registers within it.
+NONE_RUNNING_GRACE_S = 10.0
+
 _DENIED = (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED)
 _REFUSED = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNIMPLEMENTED)
 # grpc-core's words for a call failed while picking a connection, before anything was sent.
@@ -129,6 +133,13 @@ class ControllerClient:
             return None
         return codecs.decode_controller(data, paths.CONTROLLER)
 
+    def _controllers_running(self) -> bool:
+        """Whether any controller process has advertised itself (active or standby)."""
+        try:
+            return bool(self._port.get_children(paths.CONTROLLER_ENDPOINTS))
+        except NoNodeError:
+            return False
+
     def endpoint_of(self, controller_id: int) -> ControllerEndpoint | None:
         try:
             data, _ = self._port.get(paths.controller_endpoint_path(controller_id))
@@ -183,14 +194,33 @@ class ControllerClient:
         target: int | None = None
         followed_hint = False
         last_problem = "no controller is registered in /controller"
+        none_running_since: float | None = None
         while time.monotonic() < deadline:
             target = target if target is not None else self.active_controller_id()
             endpoint = self.endpoint_of(target) if target is not None else None
             if target is None or endpoint is None:
                 if target is not None:
-                    last_problem = f"controller {target} has not advertised an address"
+                    last_problem = (
+                        f"controller {target} (in /controller) has not advertised an address: "
+                        "it is not a zk-controller (a Kafka broker acting as controller?), or "
+                        "it has only just started"
+                    )
                 if once:
                     break
+                # A failover or a restart leaves a moment with no controller; no controller
+                # process at all is not going to end within the deadline.
+                now = time.monotonic()
+                if self._controllers_running():
+                    none_running_since = None
+                elif none_running_since is None:
+                    none_running_since = now
+                elif now - none_running_since >= NONE_RUNNING_GRACE_S:
+                    raise NoActiveControllerError(
+                        f"could not reach the active controller: {last_problem}, and no "
+                        f"zk-controller is running against this ZooKeeper (none is registered "
+                        f"under {paths.CONTROLLER_ENDPOINTS}): start one, or check the connect "
+                        "string's chroot"
+                    )
                 target = None
                 time.sleep(0.2)
                 continue

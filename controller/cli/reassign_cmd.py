@@ -24,7 +24,8 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,19 @@ from controller.admin import reassignment as plans
 from controller.admin import throttles
 from controller.admin.assignment import AdminError
 from controller.admin.controller_client import ControllerClient, NoActiveControllerError
+from controller.admin.topic_reads import registered_ids
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2, common_pb2
-from controller.cli.admin_common import OneLineErrorParser, add_connection_arguments, run_admin
+from controller.cli.admin_common import (
+    OneLineErrorParser,
+    add_connection_arguments,
+    run_admin,
+    with_auth_hint,
+)
 from controller.cli.argtypes import int_in, positive_seconds, seconds
 from controller.core.model import ReplicaAssignment, TopicPartition
 from controller.security.cli import add_tls_arguments, channel_opener_from_args
+from controller.zk.errors import ZkError
 from controller.zk.port import ZkPort
 
 DEFAULT_RPC_TIMEOUT_S = 30.0
@@ -252,10 +260,11 @@ def execute_command(args: argparse.Namespace) -> int:
             # Refused before anything is printed or any throttle written (as Kafka's tool).
             plans.refuse_if_reassignment_znode_exists(port)
             print(_current_block(current))
-            if args.throttle is not None:
-                # The moves under way, as the topic znodes record them (no controller call).
-                _set_throttle(port, args, plan, current, plans.moving_partitions(port))
-            plans.write_reassignment_znode(port, plan)
+            with _throttles_left_reported(args):
+                if args.throttle is not None:
+                    # The moves under way, as the topic znodes record them (no controller call).
+                    _set_throttle(port, args, plan, current, plans.moving_partitions(port))
+                plans.write_reassignment_znode(port, plan)
             print(f"Successfully started partition reassignment{_s(plan)} for "
                   f"{_partition_list(list(plan))}")  # fmt: skip
             return _wait(port, args, plan) if args.wait else 0
@@ -264,16 +273,34 @@ def execute_command(args: argparse.Namespace) -> int:
             if not args.additional and ongoing:
                 raise AdminError(plans.EXISTING_REASSIGNMENT_MESSAGE)
             print(_current_block(current))
-            _set_throttle(port, args, plan, current, ongoing)
-            errors = alter(client, plan, args.timeout_s)
-            if errors:
-                detail = "; ".join(f"{tp}: {errors[tp]}" for tp in sorted(errors, key=plans.tp_key))
-                raise AdminError(f"error reassigning partition(s): {detail}")
+            with _throttles_left_reported(args):
+                _set_throttle(port, args, plan, current, ongoing)
+                errors = alter(client, plan, args.timeout_s)
+                if errors:
+                    detail = "; ".join(
+                        f"{tp}: {errors[tp]}" for tp in sorted(errors, key=plans.tp_key)
+                    )
+                    raise AdminError(f"error reassigning partition(s): {detail}")
             print(f"Successfully started partition reassignment{_s(plan)} for "
                   f"{_partition_list(list(plan))}")  # fmt: skip
             return _wait(port, args, plan, client) if args.wait else 0
 
     return _run(args, action)
+
+
+@contextmanager
+def _throttles_left_reported(args: argparse.Namespace) -> Iterator[None]:
+    """A failure once throttles may have been written says so, and how to clear them: they
+    stay, as Kafka's tool leaves them, but the operator is not left to find them."""
+    try:
+        yield
+    except (AdminError, ZkError, NoActiveControllerError) as exc:
+        if args.throttle is None:
+            raise
+        raise AdminError(with_auth_hint(
+            f"{exc}; replication throttles set before the failure stay: `reassign verify` "
+            "with this plan clears them once nothing is moving"
+        )) from None  # fmt: skip
 
 
 def _set_throttle(
@@ -326,6 +353,7 @@ def _wait(
     client = client or _client(port, args)
     deadline = time.monotonic() + args.wait_timeout_s if args.wait_timeout_s > 0 else None
     reported: set[TopicPartition] = set()
+    absent: set[int] = set()  # the plan's target brokers last said to be unregistered
     try:
         print(f"Waiting for {len(plan)} partition reassignment{_s(plan)} to finish...")
         while True:
@@ -338,6 +366,7 @@ def _wait(
                     print(f"[{len(reported)}/{len(plan)}] {p.status_line()}", flush=True)
             if len(reported) == len(plan):
                 break
+            absent = _report_absent_targets(port, plan, reported, absent)
             if deadline is not None and time.monotonic() > deadline:
                 print(plans.format_progress(progress))
                 print(f"Gave up waiting after {args.wait_timeout_s:g}s: "
@@ -356,6 +385,27 @@ def _wait(
         if owned:
             client.close()
     return 0 if all(p.completed for p in progress.values()) else 1
+
+
+def _report_absent_targets(
+    port: ZkPort,
+    plan: Mapping[TopicPartition, Sequence[int]],
+    finished: set[TopicPartition],
+    said: set[int],
+) -> set[int]:
+    """Say which target brokers of the unfinished moves are not registered, when that set
+    changes: a move onto a dead broker waits for it (with no limit by default), and the wait
+    would otherwise look like a slow copy."""
+    targets = {b for tp, replicas in plan.items() if tp not in finished for b in replicas}
+    absent = targets - registered_ids(port)  # the ids only: this runs every poll
+    if absent != said:
+        if absent:
+            print(f"Broker{_s(absent)} {','.join(str(b) for b in sorted(absent))} of the plan "
+                  f"{'is' if len(absent) == 1 else 'are'} not registered (down?): "
+                  "the moves onto them finish once they are back", flush=True)  # fmt: skip
+        else:
+            print("Every target broker of the plan is registered again", flush=True)
+    return absent
 
 
 def verify_command(args: argparse.Namespace) -> int:

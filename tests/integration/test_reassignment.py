@@ -592,6 +592,32 @@ def t0_on_1_2_with_a_plan_to_3_2(cluster: Cluster, tmp_path: Path) -> tuple[str,
     return cluster.connect, plan
 
 
+def test_cli_wait_says_which_target_brokers_are_down(cluster: Cluster, tmp_path: Path):
+    """A move onto a dead broker waits for it; --wait used to sit silent on "Waiting for ..."
+    (with no limit by default), which looked like a slow copy."""
+    zk, plan = t0_on_1_2_with_a_plan_to_3_2(cluster, tmp_path)
+    execute = subprocess.Popen(
+        [CLI, "reassign", "execute", "--reassignment-json-file", plan, "--wait",
+         "--wait-timeout-s", "15"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "ZK_CONNECT": zk},
+    )  # fmt: skip
+    try:
+        wait_topic(cluster, partitions={"0": [3, 2, 1]}, adding_replicas={"0": [3]})
+        cluster.kill_broker(3)
+        out, err = execute.communicate(timeout=60)
+    finally:
+        if execute.poll() is None:
+            execute.kill()
+    assert execute.returncode == 1, err
+    lines = out.splitlines()
+    said = "Broker 3 of the plan is not registered (down?): the moves onto them finish once " \
+        "they are back"  # fmt: skip
+    assert lines.count(said) == 1, out  # once, not at every poll
+    assert lines.index(said) > lines.index("Waiting for 1 partition reassignment to finish...")
+    assert "Gave up waiting after 15s: 1 still in progress." in lines
+
+
 def test_cli_execute_via_zookeeper_and_cancel(cluster: Cluster, tmp_path: Path):
     zk, plan = t0_on_1_2_with_a_plan_to_3_2(cluster, tmp_path)
     done = cli("reassign", "execute", "--reassignment-json-file", plan, "--via-zookeeper", zk=zk)

@@ -134,8 +134,9 @@ def test_a_controller_without_an_advertised_address_fails_the_attempt_at_once() 
     assert sleeps == [5.0]
     assert elapsed < REQUEST_TIMEOUT_MS / 1000 / 2
     assert failures(logs) == [
-        f"could not reach the active controller: controller {CONTROLLER_ID} has not "
-        "advertised an address"
+        f"could not reach the active controller: controller {CONTROLLER_ID} (in /controller) "
+        "has not advertised an address: it is not a zk-controller (a Kafka broker acting as "
+        "controller?), or it has only just started"
     ] * 2
 
 

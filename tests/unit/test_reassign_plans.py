@@ -4,6 +4,7 @@ progress report, on an in-memory ZooKeeper."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 from collections import Counter
@@ -12,9 +13,15 @@ from collections.abc import Iterator
 import pytest
 
 from controller.admin import reassignment as plans
-from controller.admin.assignment import IncompleteRackInfoError, InvalidReplicationFactorError
+from controller.admin.assignment import (
+    AdminError,
+    IncompleteRackInfoError,
+    InvalidReplicationFactorError,
+)
+from controller.admin.controller_client import NoActiveControllerError
 from controller.core.model import ReplicaAssignment, TopicAssignment, TopicPartition
 from controller.zk import codecs, paths
+from controller.zk.errors import NoAuthError
 from controller.zk.memory import MemoryZooKeeper
 from controller.zk.memory_session import MemoryZkSession
 from tests.harness import make_broker
@@ -311,3 +318,38 @@ def test_ongoing_listing_is_kafkas() -> None:
         "foo-0: replicas: 4,1. adding: 4. removing: 1.",
         "foo-1: replicas: 1,2,3. removing: 3.",
     ]
+
+
+# -- a failed execute that may have left throttles -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("failure", "said"),
+    [
+        (AdminError("error reassigning partition(s): t-0: UNKNOWN_TOPIC_OR_PARTITION"),
+         "error reassigning partition(s): t-0: UNKNOWN_TOPIC_OR_PARTITION"),
+        (NoAuthError(path="/config/brokers/1"),
+         "NOAUTH for /config/brokers/1; replication throttles set before the failure stay"),
+        (NoActiveControllerError("could not reach the active controller"),
+         "could not reach the active controller; replication throttles"),
+    ],
+)  # fmt: skip
+def test_a_failure_after_throttles_were_set_says_how_to_clear_them(
+    failure: Exception, said: str
+) -> None:
+    from controller.cli.reassign_cmd import _throttles_left_reported
+
+    throttled = argparse.Namespace(throttle=1000)
+    with pytest.raises(AdminError) as reported, _throttles_left_reported(throttled):
+        raise failure
+    message = str(reported.value)
+    assert said in message
+    assert message.endswith(
+        "`reassign verify` with this plan clears them once nothing is moving"
+    ) or message.endswith("(or the ZKC_ZOOKEEPER_AUTH_* environment)")
+    assert ("--zookeeper-auth-credentials-file" in message) == isinstance(failure, NoAuthError)
+    # Without --throttle nothing was throttled: the failure is reported as it was.
+    unthrottled = argparse.Namespace(throttle=None)
+    with pytest.raises(type(failure)) as unchanged, _throttles_left_reported(unthrottled):
+        raise failure
+    assert unchanged.value is failure
