@@ -75,13 +75,12 @@ def admin_session(
     where = ",".join(f"{h.host}:{h.port}" for h in hosts)
     timeout = session_timeout_ms / 1000
     connect = format_zookeeper_connect(hosts, chroot)
-    # A name that does not resolve will not within the wait: say so now (a daemon waits on,
-    # as DNS may come up after it; a tool is run again).
-    unresolved = unresolvable_hosts(connect)
-    if len(unresolved) == len(hosts):
+    # A name DNS says does not exist will not within the wait: say so now (a daemon waits on,
+    # as its names may be published after it starts; a tool is run again).
+    unknown = unresolvable_hosts(connect, definitely=True)
+    if len(unknown) == len(hosts):
         raise AdminConnectError(
-            f"cannot resolve the ZooKeeper host(s) {', '.join(unresolved)}: check the "
-            "connect string"
+            f"cannot resolve the ZooKeeper host(s) {', '.join(unknown)}: check the connect string"
         )
     port = KazooPort(connect, timeout, **security.port_options())
     try:
@@ -92,6 +91,7 @@ def admin_session(
     except NoAuthError as exc:
         raise AdminConnectError(f"ZooKeeper at {where}: {exc}") from None
     except ConnectionLossError:
+        unresolved = unresolvable_hosts(connect)  # any resolver failure explains the wait
         why = f" (cannot resolve {', '.join(unresolved)})" if unresolved else ""
         raise AdminConnectError(
             f"could not connect to ZooKeeper at {where} within {timeout:g}s{why}"

@@ -193,10 +193,15 @@ def alter_topic_config(
 
 
 def alter_broker_default_config(
-    port: ZkPort, add: Mapping[str, str] | None = None, delete: Sequence[str] = ()
+    port: ZkPort,
+    add: Mapping[str, str] | None = None,
+    delete: Sequence[str] = (),
+    *,
+    require_cluster: bool = True,
 ) -> dict[str, str]:
     """Kafka's ``changeBrokerConfig`` for the cluster default, limited to
-    ``unclean.leader.election.enable``; refusals as ``alter_topic_config``'s."""
+    ``unclean.leader.election.enable``; refusals as ``alter_topic_config``'s, and, with
+    ``require_cluster``, where no cluster has ever started (no ``/brokers/ids``)."""
     add, delete = _check_change(add, delete)
     for name in [*add, *delete]:
         if name not in BROKER_DEFAULT_CONFIGS:
@@ -206,7 +211,8 @@ def alter_broker_default_config(
                 "controller reads (set the others with kafka-configs.sh)"
             )
     validate_topic_configs(add)  # the same names and value rules as the topic configs
-    _require_cluster(port)
+    if require_cluster:
+        _require_cluster(port)
     return _alter(port, BROKERS, DEFAULT, paths.BROKER_DEFAULT_CONFIG, "the brokers' default",
                   add, delete)  # fmt: skip
 
@@ -219,7 +225,8 @@ def _require_cluster(port: ZkPort) -> None:
         raise InvalidRequestError(
             f"no Kafka cluster here ({paths.BROKERS_IDS} does not exist): is the chroot "
             "missing from the connect string (e.g. zk1:2181/kafka)? A cluster's controller "
-            "and brokers create it when they first start"
+            "and brokers create it when they first start: start one first to configure a "
+            "cluster that has never run"
         )
 
 

@@ -10,9 +10,10 @@ the client follows it, re-reading ZooKeeper when there is no hint, until its dea
 With TLS (``channel_opener``, ``controller.security``) the channels are TLS and follow
 certificate rotations. A refusal by the controller's authorization (PERMISSION_DENIED,
 UNAUTHENTICATED) is final: it raises ``ControllerAccessDeniedError`` at once. So is a
-controller whose registration says its listener needs other TLS settings than this client's
-(``ControllerTlsMismatchError``): a TLS listener closes a plaintext connection without a word,
-which would otherwise look like a controller that is down until the deadline.
+connection the listener dropped when the controller's registration says it needs other TLS
+settings than this client's (``ControllerTlsMismatchError``): a TLS listener closes a
+plaintext connection without a word, which would otherwise look like a controller that is down
+until the deadline.
 
 Only what is safe to send again is sent again: a call that never left (no connection could
 be made) and the controller's own "not processed, resend it" answers (NOT_CONTROLLER, the
@@ -75,14 +76,18 @@ _DENIED = (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED)
 _REFUSED = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNIMPLEMENTED)
 # grpc-core's words for a call failed while picking a connection, before anything was sent.
 _NOT_SENT = "failed to connect to all addresses"
+# ...and for a port nothing listens on (a controller restarting): no listener was reached.
+_REFUSED_CONNECTION = "Connection refused"
 
 
 def tls_mismatch(endpoint: ControllerEndpoint, opener: ChannelOpener) -> str | None:
     """Why a client with ``opener``'s settings cannot talk to the listener ``endpoint``
     registers, naming the flags that fix it; None when they fit or the registration does not
     say (a controller older than the security fields)."""
-    where = f"controller {endpoint.controller_id} at {endpoint.grpc}"
     protocol = endpoint.grpc_security_protocol
+    if protocol is None:
+        return None  # an older controller, or a protocol this version does not know: try
+    where = f"controller {endpoint.controller_id} at {endpoint.grpc}"
     mutual = endpoint.grpc_client_auth == endpoints.CLIENT_AUTH_REQUIRED
     if protocol == endpoints.SSL and not opener.secure:
         needed = "--tls-ca-file, --tls-cert-file and --tls-key-file" if mutual else "--tls-ca-file"
@@ -224,9 +229,7 @@ class ControllerClient:
                 target = None
                 time.sleep(0.2)
                 continue
-            mismatch = tls_mismatch(endpoint, self._opener)
-            if mismatch is not None:
-                raise ControllerTlsMismatchError(mismatch)
+            none_running_since = None  # a controller is registered now
             address = endpoint.grpc
             remaining = max(deadline - time.monotonic(), 0.1)
             try:
@@ -250,6 +253,13 @@ class ControllerClient:
                         f"no answer could be read ({exc.code().name}: {exc.details()}): it may "
                         "have been applied; check before resending it"
                     ) from None
+                mismatch = tls_mismatch(endpoint, self._opener)
+                if mismatch is not None and _REFUSED_CONNECTION not in (exc.details() or ""):
+                    # The listener was reached and dropped us, as a handshake that cannot work
+                    # does: the registration says why. Only now, not before trying: one left by
+                    # a previous process (restarted with other TLS settings, its old session
+                    # not yet expired) would be stale.
+                    raise ControllerTlsMismatchError(mismatch) from None
                 last_problem = f"controller {target} at {address}: {exc.code().name}"
                 if exc.details():
                     last_problem += f" ({exc.details()})"

@@ -207,22 +207,16 @@ class AlterPartitionManager:
         self.requests_sent += 1
         try:
             response = self._send(request)
-        except ControllerAccessDeniedError as exc:
-            # Our certificate is refused: only an operator (or a certificate rotation) fixes
-            # that. Keep trying, slowly and loudly.
+        except (ControllerAccessDeniedError, ControllerTlsMismatchError) as exc:
+            # Our certificate is refused, or our TLS settings cannot work with the controller's
+            # listener (said at once, not after a deadline): only an operator (or a certificate
+            # rotation) fixes that. Keep trying, slowly and loudly.
+            denied = isinstance(exc, ControllerAccessDeniedError)
             log.error(
-                "AlterPartition refused by the controller's authorization; will retry",
-                broker_id=self.broker_id,
-                error=str(exc),
-                retry_in_s=self._access_denied_backoff_s,
-            )
-            return self._access_denied_backoff_s
-        except ControllerTlsMismatchError as exc:
-            # Our TLS settings cannot work with the controller's listener (its registration
-            # says so, and the client no longer waits its deadline to find out): as above.
-            log.error(
-                "AlterPartition cannot reach the controller with this broker's TLS settings; "
-                "will retry",
+                "AlterPartition refused by the controller's authorization; will retry"
+                if denied
+                else "AlterPartition cannot reach the controller with this broker's TLS "
+                "settings; will retry",
                 broker_id=self.broker_id,
                 error=str(exc),
                 retry_in_s=self._access_denied_backoff_s,

@@ -25,12 +25,14 @@ from typing import Any
 
 from controller.admin import configs as admin
 from controller.admin.assignment import AdminError
+from controller.admin.client import resolve_connect
 from controller.cli.admin_common import (
     OneLineErrorParser,
     add_connection_arguments,
     fail,
     run_admin,
 )
+from controller.config import parse_zookeeper_connect
 from controller.zk.port import ZkPort
 
 
@@ -178,7 +180,10 @@ def alter_command(args: argparse.Namespace) -> int:
 
     def action(port: ZkPort) -> int:
         if args.entity_type == admin.BROKERS:
-            admin.alter_broker_default_config(port, add, delete)
+            # Only a connect string without a chroot can have missed the cluster's: a chroot
+            # given (made by hand before the cluster's first start, say) is taken as meant.
+            _, chroot = parse_zookeeper_connect(resolve_connect(args.zookeeper))
+            admin.alter_broker_default_config(port, add, delete, require_cluster=chroot is None)
             print(f"Completed updating config for broker {admin.DEFAULT}.")
         else:
             admin.alter_topic_config(port, topics[0], add, delete)

@@ -297,10 +297,14 @@ def _throttles_left_reported(args: argparse.Namespace) -> Iterator[None]:
     except (AdminError, ZkError, NoActiveControllerError) as exc:
         if args.throttle is None:
             raise
-        raise AdminError(with_auth_hint(
-            f"{exc}; replication throttles set before the failure stay: `reassign verify` "
-            "with this plan clears them once nothing is moving"
-        )) from None  # fmt: skip
+        what = f"ZooKeeper request failed: {exc}" if isinstance(exc, ZkError) else str(exc)
+        raise AdminError(with_auth_hint(f"{what}; {THROTTLES_STAY}")) from None
+
+
+THROTTLES_STAY = (
+    "the replication throttles this execute set stay: `reassign verify` with this plan "
+    "clears them once nothing is moving"
+)
 
 
 def _set_throttle(
@@ -353,7 +357,7 @@ def _wait(
     client = client or _client(port, args)
     deadline = time.monotonic() + args.wait_timeout_s if args.wait_timeout_s > 0 else None
     reported: set[TopicPartition] = set()
-    absent: set[int] = set()  # the plan's target brokers last said to be unregistered
+    absent: set[int] = set()  # the plan's brokers last said to be unregistered
     try:
         print(f"Waiting for {len(plan)} partition reassignment{_s(plan)} to finish...")
         while True:
@@ -366,7 +370,7 @@ def _wait(
                     print(f"[{len(reported)}/{len(plan)}] {p.status_line()}", flush=True)
             if len(reported) == len(plan):
                 break
-            absent = _report_absent_targets(port, plan, reported, absent)
+            absent = _report_absent_targets(port, plan, absent)
             if deadline is not None and time.monotonic() > deadline:
                 print(plans.format_progress(progress))
                 print(f"Gave up waiting after {args.wait_timeout_s:g}s: "
@@ -381,6 +385,10 @@ def _wait(
                       "finds none.")  # fmt: skip
             else:
                 _clear_throttles(port, plan)
+    except KeyboardInterrupt:
+        if args.throttle is not None:  # the end of the wait would have cleared them
+            print(f"Interrupted: {THROTTLES_STAY}", file=sys.stderr)
+        raise
     finally:
         if owned:
             client.close()
@@ -388,23 +396,23 @@ def _wait(
 
 
 def _report_absent_targets(
-    port: ZkPort,
-    plan: Mapping[TopicPartition, Sequence[int]],
-    finished: set[TopicPartition],
-    said: set[int],
+    port: ZkPort, plan: Mapping[TopicPartition, Sequence[int]], said: set[int]
 ) -> set[int]:
-    """Say which target brokers of the unfinished moves are not registered, when that set
-    changes: a move onto a dead broker waits for it (with no limit by default), and the wait
-    would otherwise look like a slow copy."""
-    targets = {b for tp, replicas in plan.items() if tp not in finished for b in replicas}
+    """Say which brokers of the plan are not registered, when that set changes: a move onto
+    a dead broker waits for it (with no limit by default), and the wait would otherwise look
+    like a slow copy."""
+    targets = {b for replicas in plan.values() for b in replicas}
     absent = targets - registered_ids(port)  # the ids only: this runs every poll
     if absent != said:
-        if absent:
-            print(f"Broker{_s(absent)} {','.join(str(b) for b in sorted(absent))} of the plan "
-                  f"{'is' if len(absent) == 1 else 'are'} not registered (down?): "
-                  "the moves onto them finish once they are back", flush=True)  # fmt: skip
+        if len(absent) == 1:
+            print(f"Broker {next(iter(absent))} of the plan is not registered (down?): a move "
+                  "onto it finishes once it is back", flush=True)  # fmt: skip
+        elif absent:
+            print(f"Brokers {','.join(str(b) for b in sorted(absent))} of the plan are not "
+                  "registered (down?): a move onto them finishes once they are back",
+                  flush=True)  # fmt: skip
         else:
-            print("Every target broker of the plan is registered again", flush=True)
+            print("Every broker of the plan is registered again", flush=True)
     return absent
 
 

@@ -25,7 +25,7 @@ from controller.admin.features import ClusterFeatures, describe_features
 from controller.admin.topics import TopicDescription, describe_topics, list_brokers
 from controller.core.election import UNCLEAN_CONFIG
 from controller.zk import codecs, paths
-from controller.zk.endpoints import decode_controller_endpoint
+from controller.zk.endpoints import CLIENT_AUTH_REQUIRED, SSL, decode_controller_endpoint
 from controller.zk.errors import MalformedZnodeError, NoNodeError
 from controller.zk.port import ZkPort
 
@@ -432,8 +432,8 @@ def render(status: ClusterStatus, *, source: str = "") -> str:
             detail.append(
                 f"KRaft controller (migration), kraftControllerEpoch {c.kraft_controller_epoch}"
             )
-        if c.grpc_security_protocol == "SSL":
-            mutual = c.grpc_client_auth == "required"
+        if c.grpc_security_protocol == SSL:
+            mutual = c.grpc_client_auth == CLIENT_AUTH_REQUIRED
             detail.append("gRPC TLS, client certificates required" if mutual else "gRPC TLS")
         if c.metrics:
             m = c.metrics

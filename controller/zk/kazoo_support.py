@@ -117,9 +117,17 @@ def op_results(ops: Sequence[Op], raw: Sequence[Any]) -> list[OpResult]:
     return out
 
 
-def unresolvable_hosts(connect: str) -> list[str]:
+# getaddrinfo's answers that a name does not exist (not that DNS could not be asked now).
+_NO_SUCH_NAME = frozenset(
+    code for code in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", None)) if code is not None
+)
+
+
+def unresolvable_hosts(connect: str, *, definitely: bool = False) -> list[str]:
     """The hosts of a connect string (``h1:2181,[::1]:2181/chroot``) that do not resolve:
-    kazoo only logs that, and a session that never comes looks like an unreachable server."""
+    kazoo only logs that, and a session that never comes looks like an unreachable server.
+    ``definitely``: only names DNS says do not exist, not a resolver that failed for now
+    (EAI_AGAIN: a record not yet published, a DNS server down), which may yet resolve."""
     try:
         hosts, _ = parse_zookeeper_connect(connect)
     except ValueError:  # validated before it gets here; nothing to add if it was not
@@ -128,6 +136,9 @@ def unresolvable_hosts(connect: str) -> list[str]:
     for hp in hosts:
         try:
             socket.getaddrinfo(hp.host, None)
-        except (socket.gaierror, UnicodeError, ValueError):  # a label too long, a NUL
+        except socket.gaierror as exc:
+            if not definitely or exc.errno in _NO_SUCH_NAME:
+                out.append(hp.host)
+        except (UnicodeError, ValueError):  # a label too long, a NUL: never a name
             out.append(hp.host)
     return out

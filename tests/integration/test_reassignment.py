@@ -611,8 +611,8 @@ def test_cli_wait_says_which_target_brokers_are_down(cluster: Cluster, tmp_path:
             execute.kill()
     assert execute.returncode == 1, err
     lines = out.splitlines()
-    said = "Broker 3 of the plan is not registered (down?): the moves onto them finish once " \
-        "they are back"  # fmt: skip
+    said = "Broker 3 of the plan is not registered (down?): a move onto it finishes once it " \
+        "is back"  # fmt: skip
     assert lines.count(said) == 1, out  # once, not at every poll
     assert lines.index(said) > lines.index("Waiting for 1 partition reassignment to finish...")
     assert "Gave up waiting after 15s: 1 still in progress." in lines

@@ -3,6 +3,7 @@ through a failover, but says at once-ish that no controller process is running a
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -68,3 +69,29 @@ def test_a_failover_with_a_standby_running_is_waited_through_to_the_deadline() -
         f"could not reach the active controller within {GRACE_S * 3:.0f}s: no controller is "
         "registered in /controller"
     )
+
+
+def test_the_grace_starts_again_when_the_controllers_go_after_one_was_found() -> None:
+    """Registered for a while (its port refusing connections, as while it restarts), then
+    gone: the grace counts from when it went, not from the start of the call."""
+    zk = MemoryZooKeeper().open_session()
+    appeared, went = 0.2, 1.5
+
+    def appear() -> None:
+        zk.create(paths.CONTROLLER, encode_controller(3, 1), ephemeral=True)
+        advertise(zk, 3)
+
+    def go() -> None:
+        zk.delete(paths.controller_endpoint_path(3))
+        zk.delete(paths.CONTROLLER)
+
+    timers = [threading.Timer(appeared, appear), threading.Timer(went, go)]
+    for timer in timers:
+        timer.start()
+    try:
+        message, took = list_reassignments(zk, timeout_s=30)
+    finally:
+        for timer in timers:
+            timer.cancel()
+    assert took >= went + GRACE_S
+    assert "no zk-controller is running against this ZooKeeper" in message

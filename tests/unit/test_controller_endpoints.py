@@ -91,6 +91,8 @@ NO_CERT = (
     [
         # Registrations that do not say: the client finds out by trying.
         (None, None, "plaintext", None),
+        (None, "required", "plaintext", None),  # the protocol unknown: client auth says nothing
+        (None, "required", "tls", None),
         (None, None, "tls", None),
         (None, None, "mutual", None),
         ("PLAINTEXT", None, "plaintext", None),
