@@ -12,7 +12,9 @@ import fnmatch
 import glob
 import os
 import re
+import signal
 import sys
+import threading
 import zipfile
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -71,6 +73,9 @@ def missing_local_inputs(paths: Iterable[str]) -> list[str]:
     globs, are left to Spark."""
     missing = []
     for path in paths:
+        if not path.strip():  # an unset shell variable: not the current directory
+            missing.append(repr(path))
+            continue
         local = _local(path)
         if local is None or "{" in local:
             continue
@@ -123,7 +128,12 @@ def output_inside_input(inputs: Iterable[str], output: str) -> str | None:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    from controller.analytics.job import JobConfig, run
+    try:
+        from controller.analytics.job import JobConfig, NoRecordsError, run
+    except ImportError as exc:  # installed without the [spark] extra
+        print(f"error: {exc}: analyze needs PySpark (pip install 'zk-controller[spark]')",
+              file=sys.stderr)  # fmt: skip
+        return 2
 
     if args.start and args.end and args.start > args.end:
         print("error: --from is after --to", file=sys.stderr)
@@ -157,7 +167,15 @@ def run_from_args(args: argparse.Namespace) -> int:
     )
     try:
         result = run(cfg)
+    except NoRecordsError as exc:
+        print(f"error: {exc}: nothing analysed, nothing written", file=sys.stderr)
+        return 2
     except Exception as exc:  # Spark's AnalysisException for a missing path, among others
+        if type(exc).__name__ == "PySparkRuntimeError":  # e.g. the JVM could not start
+            print(f"error: Spark could not start: {' '.join(str(exc).split())}", file=sys.stderr)
+            print("hint: Spark needs Java 17 or later: check JAVA_HOME or the java on PATH",
+                  file=sys.stderr)  # fmt: skip
+            return 1
         if type(exc).__name__ == "AnalysisException":
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -245,16 +263,28 @@ def generate_from_args(args: argparse.Namespace) -> int:
     if args.records <= 0 or args.clusters <= 0:
         print("error: --records and --clusters must be positive", file=sys.stderr)
         return 2
-    result = generate(
-        args.records,
-        args.out,
-        clusters=args.clusters,
-        seed=args.seed,
-        start=args.start or DEFAULT_START,
-        days=args.days,
-        noise=Noise.none() if args.clean else Noise(),
-        write_cluster=not args.no_cluster_field,
-    )
+    # SIGTERM as Ctrl-C: unwinding stops the worker processes and removes the partial files
+    # (killed outright, the workers went on writing).
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        result = generate(
+            args.records,
+            args.out,
+            clusters=args.clusters,
+            seed=args.seed,
+            start=args.start or DEFAULT_START,
+            days=args.days,
+            noise=Noise.none() if args.clean else Noise(),
+            write_cluster=not args.no_cluster_field,
+        )
+    except OSError as exc:
+        print(f"error: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     size = sum(p.stat().st_size for p in result.paths)
     print(f"wrote {result.lines:,} lines ({size / 1e9:.2f} GB) for clusters "
           f"{', '.join(result.clusters)} to {', '.join(map(str, result.paths))}")
@@ -280,7 +310,11 @@ def package(out_dir: str | Path) -> tuple[Path, Path]:
 
 
 def package_from_args(args: argparse.Namespace) -> int:
-    archive, entry = package(args.out)
+    try:
+        archive, entry = package(args.out)
+    except OSError as exc:
+        print(f"error: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     print(f"spark-submit --py-files {archive} {entry} --input ... --output ...")
     return 0
 

@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
+class NoRecordsError(ValueError):
+    """The input holds no lines at all (an empty directory, empty files): nothing is written,
+    so an earlier run's results are not replaced by empty ones."""
+
+
 @dataclass(frozen=True)
 class JobConfig:
     inputs: list[str]
@@ -178,6 +183,14 @@ def write_text(spark: SparkSession, uri: str, text: str) -> None:
         stream.close()
 
 
+def delete_file(spark: SparkSession, uri: str) -> None:
+    """Remove a file through Hadoop's FileSystem (nothing to do when it is not there)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(path, False)
+
+
 def _has_parquet_files(spark: SparkSession, uri: str) -> bool:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
@@ -247,6 +260,8 @@ def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
         facts = keep(outputs.facts(timeline(records), cfg.start, cfg.end))
         per_epoch = keep(epoch_summary(facts))
         stats = _stats(per_epoch)
+        if not stats:
+            raise NoRecordsError(f"no lines in the input ({', '.join(cfg.inputs)})")
     # What is left is short jobs over small data: C2 costs more than it saves (jit.py).
     with jit.c2_held_back(spark) if cfg.hold_back_c2 else nullcontext():
         periods = F.broadcast(_periods(spark, stats, cfg))
@@ -258,6 +273,10 @@ def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
             facts, periods, cfg.top_n, keep, cfg.session_timeout_s, per_epoch=per_epoch
         )
         with timer.step("outputs"):
+            # summary.json is written last, as the mark of a finished run: an earlier run's
+            # (and its report) must not sit beside datasets this run is replacing.
+            for stale in ("summary.json", "report.html"):
+                delete_file(spark, f"{base}/{stale}")
             bad = outputs.Dataset("bad_records", outputs.bad_records(facts), False, "")
             todo = [bad, *datasets.values()]
             with ThreadPoolExecutor(max_workers=max(1, cfg.writers)) as pool:

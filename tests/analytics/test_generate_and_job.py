@@ -379,3 +379,49 @@ def test_naive_job_bounds_are_utc() -> None:
 
     cfg = JobConfig(["in"], "out", start=datetime(2026, 11, 1, 12), end=None)
     assert cfg.start == datetime(2026, 11, 1, 12, tzinfo=UTC) and cfg.end is None
+
+
+def test_an_input_without_lines_writes_nothing(spark, tmp_path: Path) -> None:
+    """An empty directory (a cron job pointed at the wrong one) used to succeed, replacing an
+    earlier run's results with empty ones."""
+    from controller.analytics.job import JobConfig, NoRecordsError, analyze
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "empty.jsonl").write_text("")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "summary.json").write_text('{"earlier": true}')
+    with pytest.raises(NoRecordsError, match="no lines in the input"):
+        analyze(spark, JobConfig(inputs=[str(tmp_path / "in")], output=str(out)))
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json"]
+    assert (out / "summary.json").read_text() == '{"earlier": true}'
+
+
+def test_an_earlier_runs_report_does_not_outlive_a_new_run(spark, tmp_path: Path) -> None:
+    """summary.json marks a finished run; the report and summary of an earlier run into the
+    same --output must not sit beside this run's datasets (--no-report left them)."""
+    from controller.analytics.job import JobConfig, analyze
+
+    log = tmp_path / "in" / "log.jsonl"
+    generate(300, log, clusters=1, seed=5, days=1)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.html").write_text("<html>an earlier run</html>")
+    (out / "summary.json").write_text('{"earlier": true}')
+    analyze(spark, JobConfig(inputs=[str(log)], output=str(out), report=False))
+    assert not (out / "report.html").exists()
+    assert "clusters" in json.loads((out / "summary.json").read_text())
+
+
+def test_cli_write_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from controller.analytics.cli import main, missing_local_inputs
+
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    assert main(["package", "--out", str(taken)]) == 1
+    assert main(["generate", "--records", "10", "--out", f"{taken}/x.jsonl"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"error: cannot write {taken}: File exists",
+                   f"error: cannot write {taken}/x.jsonl: File exists"], err  # fmt: skip
+    # An unset shell variable (--input "$LOGS") is not the current directory.
+    assert missing_local_inputs(["", " "]) == ["''", "' '"]
