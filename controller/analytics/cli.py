@@ -279,6 +279,8 @@ def generate_from_args(args: argparse.Namespace) -> int:
             noise=Noise.none() if args.clean else Noise(),
             write_cluster=not args.no_cluster_field,
         )
+    except BrokenPipeError:
+        raise  # the reader of --out /dev/stdout went away: main's quiet 141
     except OSError as exc:
         print(f"error: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
         return 1
