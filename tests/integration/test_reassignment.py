@@ -494,6 +494,15 @@ def test_a_deposed_controller_is_fenced_and_the_client_follows_the_new_one(
 # -- the CLI --------------------------------------------------------------------------------
 
 
+def execute_and_wait(zk: str, plan: str, *flags: str) -> subprocess.Popen[str]:
+    """``reassign execute --wait`` of ``plan`` in the background, its output captured."""
+    return subprocess.Popen(
+        [CLI, "reassign", "execute", "--reassignment-json-file", plan, "--wait", *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "ZK_CONNECT": zk},
+    )  # fmt: skip
+
+
 def test_cli_generate_execute_wait_verify_list(cluster: Cluster, tmp_path: Path):
     for b in (1, 2, 3):
         cluster.start_broker(b)
@@ -519,12 +528,7 @@ def test_cli_generate_execute_wait_verify_list(cluster: Cluster, tmp_path: Path)
     plan = write_json(tmp_path / "plan.json", lines[4])
 
     hold(cluster, 3)
-    execute = subprocess.Popen(
-        [CLI, "reassign", "execute", "--reassignment-json-file", plan, "--wait",
-         "--throttle", "5000"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "ZK_CONNECT": zk},
-    )  # fmt: skip
+    execute = execute_and_wait(zk, plan, "--throttle", "5000")
     try:
         wait_topic(cluster, adding_replicas={"0": [3], "1": [3]})
         assert config_of(cluster, "topics", "t") == {
@@ -596,12 +600,7 @@ def test_cli_wait_says_which_target_brokers_are_down(cluster: Cluster, tmp_path:
     """A move onto a dead broker waits for it; --wait used to sit silent on "Waiting for ..."
     (with no limit by default), which looked like a slow copy."""
     zk, plan = t0_on_1_2_with_a_plan_to_3_2(cluster, tmp_path)
-    execute = subprocess.Popen(
-        [CLI, "reassign", "execute", "--reassignment-json-file", plan, "--wait",
-         "--wait-timeout-s", "15"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "ZK_CONNECT": zk},
-    )  # fmt: skip
+    execute = execute_and_wait(zk, plan, "--wait-timeout-s", "15")
     try:
         wait_topic(cluster, partitions={"0": [3, 2, 1]}, adding_replicas={"0": [3]})
         cluster.kill_broker(3)
