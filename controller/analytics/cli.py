@@ -11,8 +11,8 @@ import argparse
 import fnmatch
 import glob
 import os
-import re
 import signal
+import socket
 import sys
 import threading
 import zipfile
@@ -127,9 +127,31 @@ def output_inside_input(inputs: Iterable[str], output: str) -> str | None:
     return None
 
 
+def unreachable_spark_master(master: str | None, timeout_s: float = 5.0) -> str | None:
+    """Why no master of a standalone URL (``spark://host:port[,host:port...]``) accepts a
+    connection, one reason per master; None when one does, and for every other kind of
+    master. Spark itself retries for a minute and then reports only a stopped SparkContext."""
+    if not master or not master.startswith("spark://"):
+        return None
+    reasons = []
+    for address in master.removeprefix("spark://").split(","):
+        host, sep, port = address.rpartition(":")
+        if not sep or host.endswith(":"):  # no port given (an IPv6 address has brackets)
+            host, port = address, "7077"
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                return None
+        except ValueError:
+            reasons.append(f"{address}: not host:port")
+        except OSError as exc:
+            reasons.append(f"{address}: {exc.strerror or exc}")
+    return "; ".join(reasons)
+
+
 def run_from_args(args: argparse.Namespace) -> int:
     try:
-        from controller.analytics.job import JobConfig, NoRecordsError, run
+        from controller.analytics.job import JobConfig, run
+        from controller.analytics.session import was_interrupted
     except ImportError as exc:  # installed without the [spark] extra
         print(f"error: {exc}: analyze needs PySpark (pip install 'zk-controller[spark]')",
               file=sys.stderr)  # fmt: skip
@@ -153,6 +175,11 @@ def run_from_args(args: argparse.Namespace) -> int:
         print(f"error: --output {args.output} is inside the input {inside}: the next run would "
               "read this run's outputs as logs; write it elsewhere", file=sys.stderr)
         return 2
+    unreachable = unreachable_spark_master(args.master)
+    if unreachable:
+        print(f"error: no Spark master reachable at {args.master} ({unreachable})",
+              file=sys.stderr)  # fmt: skip
+        return 1
     cfg = JobConfig(
         inputs=list(args.input),
         output=args.output,
@@ -164,40 +191,61 @@ def run_from_args(args: argparse.Namespace) -> int:
         spark_conf=dict(args.conf),
         session_timeout_s=args.zk_session_timeout,
         hold_back_c2=True,  # this process, and its JVM, end with the job
+        quiet_interrupt=True,
     )
     try:
         result = run(cfg)
-    except NoRecordsError as exc:
-        print(f"error: {exc}: nothing analysed, nothing written", file=sys.stderr)
-        return 2
-    except Exception as exc:  # Spark's AnalysisException for a missing path, among others
-        if type(exc).__name__ == "PySparkRuntimeError":  # e.g. the JVM could not start
-            print(f"error: Spark could not start: {' '.join(str(exc).split())}", file=sys.stderr)
-            print("hint: Spark needs Java 17 or later: check JAVA_HOME or the java on PATH",
-                  file=sys.stderr)  # fmt: skip
-            return 1
-        if type(exc).__name__ == "AnalysisException":
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        if type(exc).__name__ == "Py4JJavaError":
-            # One line, the JVM's root cause, not a Python and a Java traceback.
-            cause = _java_root_cause(exc)
-            unreadable = _unreadable_file(exc)
-            if unreadable:
-                print(f"error: cannot read {unreadable}: {cause}", file=sys.stderr)
-                print(_CORRUPT_FILE_HINT, file=sys.stderr)
-                return 1
-            print(f"error: {cause}", file=sys.stderr)
-            if "FileSystem" in cause or "ClassNotFoundException" in cause:
-                print(_CONNECTOR_HINT, file=sys.stderr)
-                return 2
-            return 1
-        raise
+    except Exception as exc:
+        if was_interrupted():  # Ctrl-C: not whatever the dying JVM made of the call in flight
+            raise KeyboardInterrupt from None
+        return _report_failure(exc)
     print(result.summary)
     print(f"bad records: {result.bad:,} (in {result.output}/bad_records)")
     if result.report_path:
         print(f"report: {result.report_path}")
     return 0
+
+
+def _report_failure(exc: Exception) -> int:
+    """The job's failure in a line or two and its exit status; unknown errors go on up."""
+    from controller.analytics.errors import (
+        NoRecordsError,
+        OutputNotWritableError,
+        java_root_cause,
+        unreadable_file,
+    )
+
+    if isinstance(exc, NoRecordsError):
+        print(f"error: {exc}: nothing analysed, nothing written", file=sys.stderr)
+        return 2
+    if isinstance(exc, OutputNotWritableError):
+        print(f"error: {exc}: nothing analysed", file=sys.stderr)
+        return 1
+    if type(exc).__name__ == "PySparkRuntimeError":  # e.g. the JVM could not start
+        print(f"error: Spark could not start: {' '.join(str(exc).split())}", file=sys.stderr)
+        print("hint: Spark needs Java 17 or later: check JAVA_HOME or the java on PATH",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    if type(exc).__name__ == "AnalysisException":  # a missing path, among others
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if type(exc).__name__ == "Py4JJavaError":
+        # One line, the JVM's root cause, not a Python and a Java traceback.
+        cause = java_root_cause(exc)
+        unreadable = unreadable_file(exc)
+        if unreadable:
+            print(f"error: cannot read {unreadable}: {cause}", file=sys.stderr)
+            print(_CORRUPT_FILE_HINT, file=sys.stderr)
+            return 1
+        print(f"error: {cause}", file=sys.stderr)
+        if "stopped SparkContext" in cause:
+            print(_STOPPED_HINT, file=sys.stderr)
+            return 1
+        if "FileSystem" in cause or "ClassNotFoundException" in cause:
+            print(_CONNECTOR_HINT, file=sys.stderr)
+            return 2
+        return 1
+    raise exc
 
 
 _CONNECTOR_HINT = (
@@ -207,36 +255,17 @@ _CONNECTOR_HINT = (
 )
 
 
+_STOPPED_HINT = (
+    "hint: Spark stopped the application before the job finished: the cluster manager gave "
+    "up on it (e.g. 'All masters are unresponsive') or killed it; Spark's log above says why"
+)
+
+
 _CORRUPT_FILE_HINT = (
     "hint: a truncated or corrupt file (a .gz cut short, or still being written) stops the "
     "job; --conf spark.sql.files.ignoreCorruptFiles=true analyses what can be read of it and "
     "skips the rest (Spark logs a warning naming each such file)"
 )
-
-
-def _unreadable_file(exc: BaseException) -> str | None:
-    """The file named by Spark's FAILED_READ_FILE error in a py4j error's causes, if any."""
-    try:
-        cause = exc.java_exception  # type: ignore[attr-defined]
-        while cause is not None:
-            found = re.search(r"while reading file (\S+)\.(?:\s|$)", str(cause.getMessage()))
-            if found:
-                return found.group(1)
-            cause = cause.getCause()
-    except Exception:
-        pass
-    return None
-
-
-def _java_root_cause(exc: BaseException) -> str:
-    """The innermost Java exception of a py4j error, as ``Class: message``."""
-    try:
-        cause = exc.java_exception  # type: ignore[attr-defined]
-        while cause.getCause() is not None:
-            cause = cause.getCause()
-        return str(cause.toString())
-    except Exception:
-        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:

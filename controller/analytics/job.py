@@ -20,18 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from controller.analytics import jit, outputs, report
 from controller.analytics import schema as S
+from controller.analytics.errors import NoRecordsError, OutputNotWritableError, java_root_cause
 from controller.analytics.ingest import clean, read_logs
-from controller.analytics.session import get_session
+from controller.analytics.session import get_session, interrupt_without_cancel
 from controller.analytics.transforms.controller import epoch_summary
 from controller.analytics.transforms.timeline import timeline
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-
-class NoRecordsError(ValueError):
-    """The input holds no lines at all (an empty directory, empty files): nothing is written,
-    so an earlier run's results are not replaced by empty ones."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +45,9 @@ class JobConfig:
     # C2 off in the driver's JVM after the pass (``jit.py``): only for a JVM that ends with
     # the job, as the CLI's does.
     hold_back_c2: bool = False
+    # Ctrl-C without PySpark's job cancelling through py4j (``session.interrupt_without_cancel``):
+    # also only for a process that ends with the job.
+    quiet_interrupt: bool = False
 
     def __post_init__(self) -> None:
         # Naive bounds are UTC. PySpark would read a naive datetime literal in the driver's
@@ -184,11 +183,43 @@ def write_text(spark: SparkSession, uri: str, text: str) -> None:
 
 
 def delete_file(spark: SparkSession, uri: str) -> None:
-    """Remove a file through Hadoop's FileSystem (nothing to do when it is not there)."""
+    """Remove a file or an empty directory through Hadoop's FileSystem (nothing to do when it
+    is not there)."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     path = jvm.org.apache.hadoop.fs.Path(uri)
     path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(path, False)
+
+
+def check_output(spark: SparkSession, uri: str) -> bool:
+    """Create the output directory and write and remove a probe file in it, before the input
+    is read: an output that cannot be written (no permission, a file in the path, a missing
+    bucket) is found in seconds, not after the whole parse. True if it created the
+    directory."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hadoop_path = jvm.org.apache.hadoop.fs.Path
+    try:
+        path = hadoop_path(uri)
+        fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        if fs.getScheme() == "file":  # no .crc file for the probe
+            fs = fs.getRawFileSystem()
+        created = not fs.exists(path)
+        if not fs.mkdirs(path) or not fs.getFileStatus(path).isDirectory():
+            raise OutputNotWritableError(f"cannot write the output {uri}: not a directory")
+        # Named with a leading "_", which Spark's readers skip should it ever be left behind.
+        probe = hadoop_path(path, "_zk_controller_write_check")
+        fs.create(probe, True).close()
+        fs.delete(probe, False)
+        return created
+    except OutputNotWritableError:
+        raise
+    except Exception as exc:  # py4j's Java error: permissions, a file in the path, ...
+        if not hasattr(exc, "java_exception"):
+            raise
+        raise OutputNotWritableError(
+            f"cannot write the output {uri}: {java_root_cause(exc)}"
+        ) from None
 
 
 def _has_parquet_files(spark: SparkSession, uri: str) -> bool:
@@ -245,6 +276,7 @@ def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
         kept.append(df.persist(StorageLevel.MEMORY_AND_DISK))
         return df
 
+    created = check_output(spark, base)
     with timer.step("parse_and_facts"):
         records = clean(read_logs(spark, cfg.inputs))
         if cfg.end is not None:
@@ -261,6 +293,8 @@ def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
         per_epoch = keep(epoch_summary(facts))
         stats = _stats(per_epoch)
         if not stats:
+            if created:  # nothing written means no empty directory either
+                delete_file(spark, base)
             raise NoRecordsError(f"no lines in the input ({', '.join(cfg.inputs)})")
     # What is left is short jobs over small data: C2 costs more than it saves (jit.py).
     with jit.c2_held_back(spark) if cfg.hold_back_c2 else nullcontext():
@@ -304,6 +338,8 @@ def run(cfg: JobConfig) -> JobResult:
     """Start (or join) a Spark session and analyze."""
     t0 = time.perf_counter()
     spark = get_session(cfg.master, cfg.spark_conf)
+    if cfg.quiet_interrupt:
+        interrupt_without_cancel()
     started = round(time.perf_counter() - t0, 2)
     result = analyze(spark, cfg)
     result.timings = {"spark_start": started, **result.timings}

@@ -7,13 +7,19 @@ starts the JVM.
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
+import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 APP_NAME = "zk-controller-analytics"
+LOG_LEVEL_ENV = "ZK_CONTROLLER_SPARK_LOG_LEVEL"
+QUIET_LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 def _local_cores(master: str) -> int:
@@ -78,9 +84,59 @@ def get_session(
         settings["spark.driver.extraJavaOptions"] = (
             "-XX:+UseParallelGC -XX:-DontCompileHugeMethods"
         )
+    quiet = _quiet_log_option(submitted)
+    if quiet:
+        java_options = settings.get("spark.driver.extraJavaOptions", "")
+        settings["spark.driver.extraJavaOptions"] = f"{java_options} {quiet}".strip()
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("ZK_CONTROLLER_SPARK_LOG_LEVEL", "WARN"))
+    spark.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV) or "WARN")
     return spark
+
+
+def _quiet_log_option(submitted: bool) -> str | None:
+    """The JVM option pointing log4j at ``log4j2.properties`` (one line per warning, no stack
+    traces, no start-up chatter), for a JVM this process starts. Not under spark-submit (its
+    log configuration is the submitter's), and not when ``ZK_CONTROLLER_SPARK_LOG_LEVEL`` is
+    set: whoever sets it is debugging and wants Spark's own log, traces included."""
+    if submitted or os.environ.get(LOG_LEVEL_ENV) or not QUIET_LOG_CONFIG.is_file():
+        return None
+    # As a URI: Spark splits extraJavaOptions on spaces, and a URI has none.
+    return f"-Dlog4j2.configurationFile={QUIET_LOG_CONFIG.as_uri()}"
+
+
+def interrupt_without_cancel() -> None:
+    """Ctrl-C as a plain KeyboardInterrupt, for a process that ends with the job (the CLI).
+
+    PySpark's SIGINT handler cancels the jobs through py4j from inside whatever py4j call the
+    main thread is waiting in: a reentrant call that fails, and py4j logs both failures with
+    their tracebacks (a page of them before the command could exit). The terminal's SIGINT
+    reaches the JVM as well, which stops with its jobs; so after a Ctrl-C, py4j's complaints
+    about the interrupted call are dropped too."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupted(_signum: int, _frame: object) -> None:
+        _interrupted.set()
+        # py4j logs on its own loggers and, for some failures, on the root logger.
+        logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
+        logging.getLogger().addFilter(_not_from_py4j)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupted)
+
+
+def was_interrupted() -> bool:
+    """Whether Ctrl-C came (``interrupt_without_cancel``). The KeyboardInterrupt can arrive
+    as another error: PySpark's wrappers call into the JVM again on the way out, and the JVM,
+    interrupted too, is gone by then."""
+    return _interrupted.is_set()
+
+
+_interrupted = threading.Event()
+
+
+def _not_from_py4j(record: logging.LogRecord) -> bool:
+    return f"{os.sep}py4j{os.sep}" not in record.pathname

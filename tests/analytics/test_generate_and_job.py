@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import zipfile
@@ -395,6 +396,90 @@ def test_an_input_without_lines_writes_nothing(spark, tmp_path: Path) -> None:
         analyze(spark, JobConfig(inputs=[str(tmp_path / "in")], output=str(out)))
     assert sorted(p.name for p in out.iterdir()) == ["summary.json"]
     assert (out / "summary.json").read_text() == '{"earlier": true}'
+    # The output directory the run made to check it can write there is gone again.
+    fresh = tmp_path / "fresh" / "out"
+    with pytest.raises(NoRecordsError):
+        analyze(spark, JobConfig(inputs=[str(tmp_path / "in")], output=str(fresh)))
+    assert not fresh.exists()
+
+
+def test_an_output_that_cannot_be_written_is_found_before_the_input_is_read(
+    spark, tmp_path: Path
+) -> None:
+    """It was found by the first write, after the whole parse (~100 s on the benchmark).
+    The input here does not exist: reading it would fail with Spark's AnalysisException."""
+    from controller.analytics.errors import OutputNotWritableError
+    from controller.analytics.job import JobConfig, analyze
+
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    for output, reason in ((taken / "out", "ParentNotDirectoryException"),
+                           (taken, "not a directory")):  # fmt: skip
+        cfg = JobConfig(inputs=[str(tmp_path / "no-such-log")], output=str(output))
+        with pytest.raises(OutputNotWritableError, match=f"cannot write the output .*{reason}"):
+            analyze(spark, cfg)
+    assert taken.read_text() == ""
+    # A writable output keeps no trace of the check.
+    out = tmp_path / "out"
+    with pytest.raises(Exception, match="PATH_NOT_FOUND"):
+        analyze(spark, JobConfig(inputs=[str(tmp_path / "no-such-log")], output=str(out)))
+    assert out.is_dir() and list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 2.0], ids=["planning", "parsing"])
+def test_cli_ctrl_c_during_the_job_is_exit_130_without_tracebacks(
+    tmp_path: Path, delay_s: float
+) -> None:
+    """PySpark's SIGINT handler cancelled the jobs through py4j from inside the py4j call the
+    main thread was waiting in; both failures were logged with tracebacks (~50 lines). While
+    the plan is built, the interrupt came out as py4j's error from the JVM that had gone."""
+    import signal
+    import time
+
+    log = tmp_path / "log.jsonl"
+    generate(300_000, log, clusters=2, seed=4)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "controller", "analyze", "run", "--input", str(log),
+         "--output", str(out), "--master", "local[2]"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not out.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # the output directory is made just before the input is read
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(delay_s)  # the main thread waits in one py4j call or another
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "py4j" not in err, err
+    assert len(err.splitlines()) <= 6, err
+
+
+def test_cli_an_unwritable_output_is_one_line_and_spark_starts_quietly(tmp_path: Path) -> None:
+    """Spark's console log for a JVM the command starts: no start-up chatter (hostname,
+    native library, log profile) and no Java stack traces around the command's own error."""
+    log = tmp_path / "log.jsonl"
+    generate(200, log, clusters=1, seed=3, days=1)
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    env = {k: v for k, v in os.environ.items() if k != "ZK_CONTROLLER_SPARK_LOG_LEVEL"}
+    done = subprocess.run(
+        [sys.executable, "-m", "controller", "analyze", "run", "--input", str(log),
+         "--output", str(taken / "out"), "--master", "local[1]"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, env=env,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-2000:]
+    lines = [line for line in done.stderr.splitlines() if "incubator modules" not in line]
+    assert lines == [
+        f"error: cannot write the output {taken}/out: org.apache.hadoop.fs."
+        f"ParentNotDirectoryException: Parent path is not a directory: {taken}: nothing analysed"
+    ], done.stderr
 
 
 def test_an_earlier_runs_report_does_not_outlive_a_new_run(spark, tmp_path: Path) -> None:
@@ -414,7 +499,7 @@ def test_an_earlier_runs_report_does_not_outlive_a_new_run(spark, tmp_path: Path
 
 
 def test_cli_write_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from controller.analytics.cli import main, missing_local_inputs
+    from controller.analytics.cli import main, missing_local_inputs, unreachable_spark_master
 
     taken = tmp_path / "a-file"
     taken.write_text("")
@@ -423,5 +508,26 @@ def test_cli_write_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFix
     err = capsys.readouterr().err.splitlines()
     assert err == [f"error: cannot write {taken}: File exists",
                    f"error: cannot write {taken}/x.jsonl: File exists"], err  # fmt: skip
+    # A standalone master nobody listens on: said at once, with no JVM started.
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    log = tmp_path / "log.jsonl"
+    log.write_text("{}\n")
+    master = f"spark://127.0.0.1:{port},nosuchhost.invalid"
+    assert main(["run", "--input", str(log), "--output", str(tmp_path / "o"),
+                 "--master", master]) == 1  # fmt: skip
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        f"error: no Spark master reachable at {master} (127.0.0.1:{port}: Connection refused; "
+        "nosuchhost.invalid: "  # the resolver's words: "Name or service not known", ...
+    ), err
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        up = f"127.0.0.1:{listening.getsockname()[1]}"
+        assert unreachable_spark_master(f"spark://127.0.0.1:{port},{up}") is None
+    assert unreachable_spark_master("local[2]") is None
+    assert unreachable_spark_master("yarn") is None
     # An unset shell variable (--input "$LOGS") is not the current directory.
     assert missing_local_inputs(["", " "]) == ["''", "' '"]
