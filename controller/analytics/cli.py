@@ -289,8 +289,8 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
 def generate_from_args(args: argparse.Namespace) -> int:
     from controller.analytics.generate import DEFAULT_START, Noise, generate
 
-    if args.records <= 0 or args.clusters <= 0:
-        print("error: --records and --clusters must be positive", file=sys.stderr)
+    if args.records <= 0 or args.clusters <= 0 or not args.days > 0:
+        print("error: --records, --clusters and --days must be positive", file=sys.stderr)
         return 2
     # SIGTERM as Ctrl-C: unwinding stops the worker processes and removes the partial files
     # (killed outright, the workers went on writing).

@@ -68,6 +68,28 @@ def test_generator_is_deterministic_and_noise_is_optional(tmp_path: Path) -> Non
     assert len(set(keys)) == len(keys)  # no duplicates without noise
 
 
+def test_generator_small_logs_span_about_the_days_asked_for(tmp_path: Path) -> None:
+    """A small log's first gaps had a mean of the whole span: one long draw made a 30-day log
+    of 2,000 lines span 87 days. Now no cluster runs past the end (an incident's own
+    aftermath aside), and none is squeezed into its first days either."""
+    from datetime import datetime
+
+    from controller.analytics.generate import DEFAULT_START
+
+    for seed in (1, 2, 3):
+        out = tmp_path / f"log-{seed}.jsonl"
+        generate(2_000, out, clusters=3, seed=seed, days=30, noise=Noise.none())
+        spans: dict[str, list[float]] = {}
+        for r in _records(out)[0]:
+            at = datetime.fromisoformat(r["ts"].replace("Z", "+00:00"))
+            spans.setdefault(r["cluster"], []).append((at - DEFAULT_START).total_seconds())
+        for cluster, seconds in spans.items():
+            days = (min(seconds) / 86400, max(seconds) / 86400)
+            assert days[0] < 1 and 10 < days[1] <= 31, (seed, cluster, days)
+    with pytest.raises(ValueError, match="days must be positive"):
+        generate(10, tmp_path / "none.jsonl", days=0)
+
+
 def test_generator_directory_mode_without_cluster_field(tmp_path: Path) -> None:
     out = tmp_path / "logs"
     out.mkdir()
@@ -167,6 +189,8 @@ def test_cli_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
         main(["run", "--input", "x", "--output", "y", "--from", "yesterday"])
     assert main(["run", "--input", "x", "--output", "y", "--from", "2026-02-01",
                  "--to", "2026-01-01"]) == 2
+    assert main(["generate", "--records", "10", "--out", "unused.jsonl", "--days", "0"]) == 2
+    assert "--days must be positive" in capsys.readouterr().err
 
 
 def test_missing_local_inputs_are_found_before_spark(tmp_path: Path) -> None:

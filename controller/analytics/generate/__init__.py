@@ -88,6 +88,8 @@ def generate(
     ``out`` is a file (all clusters in one log) or, when it is an existing directory or ends
     with a path separator, a directory that gets one ``<cluster>.jsonl`` per cluster.
     """
+    if not days > 0:  # also NaN
+        raise ValueError(f"days must be positive, got {days}")
     noise = Noise() if noise is None else noise
     plan = list(specs) if specs is not None else default_clusters(records, clusters)
     start_us = int(start.timestamp() * 1_000_000)

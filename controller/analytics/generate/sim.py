@@ -93,6 +93,7 @@ class ClusterSim(TopicDeletions):
         self.queue: list[tuple[int, int, Callable[..., None], tuple[Any, ...]]] = []
         self._order = 0
         self._incidents = 0
+        self._initial_lines: int | None = None
 
     # ---- scheduling ----------------------------------------------------------------------
 
@@ -139,11 +140,19 @@ class ClusterSim(TopicDeletions):
 
     def _gap(self) -> int:
         """Space incidents so the budget lasts until the requested end time."""
-        done = max(1, self.w.lines)
-        per_incident = done / max(1, self._incidents) if self._incidents > 3 else 400.0
+        if self._initial_lines is None:  # the first call: the initial topics are created
+            self._initial_lines = self.w.lines
+        # Lines per incident so far, smoothed towards a prior that scales with the cluster (an
+        # incident touches about a broker's share of it): a fixed prior for every size spent
+        # small logs' first incidents' gaps as if each took a tenth of the budget.
+        prior = max(10.0, 4.0 * self._initial_lines / len(self.brokers))
+        spent = self.w.lines - self._initial_lines
+        per_incident = (spent + 3 * prior) / (self._incidents + 3)
         left_incidents = max(1.0, (self.w.budget - self.w.lines) / per_incident)
         mean = max(SECOND, (self.end_us - self.clock) / left_incidents)
-        return int(self.rng.expovariate(1.0 / mean))
+        # Not past the end: a small log's first few gaps have a mean of the whole span, and
+        # one long draw made a 30-day log span three months.
+        return min(int(self.rng.expovariate(1.0 / mean)), max(SECOND, self.end_us - self.clock))
 
     def _incident(self) -> None:
         self._incidents += 1
