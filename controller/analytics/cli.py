@@ -191,7 +191,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         spark_conf=dict(args.conf),
         session_timeout_s=args.zk_session_timeout,
         hold_back_c2=True,  # this process, and its JVM, end with the job
-        quiet_interrupt=True,
+        quiet_console=True,
     )
     try:
         result = run(cfg)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -22,7 +22,11 @@ from controller.analytics import jit, outputs, report
 from controller.analytics import schema as S
 from controller.analytics.errors import NoRecordsError, OutputNotWritableError, java_root_cause
 from controller.analytics.ingest import clean, read_logs
-from controller.analytics.session import get_session, interrupt_without_cancel
+from controller.analytics.session import (
+    get_session,
+    interrupt_deferred,
+    interrupt_without_cancel,
+)
 from controller.analytics.transforms.controller import epoch_summary
 from controller.analytics.transforms.timeline import timeline
 
@@ -45,9 +49,10 @@ class JobConfig:
     # C2 off in the driver's JVM after the pass (``jit.py``): only for a JVM that ends with
     # the job, as the CLI's does.
     hold_back_c2: bool = False
-    # Ctrl-C without PySpark's job cancelling through py4j (``session.interrupt_without_cancel``):
-    # also only for a process that ends with the job.
-    quiet_interrupt: bool = False
+    # The CLI's console: Spark's log one line per message on a local master, and Ctrl-C
+    # without PySpark's cancelling through py4j (``session``). Also only for a process that
+    # ends with the job.
+    quiet_console: bool = False
 
     def __post_init__(self) -> None:
         # Naive bounds are UTC. PySpark would read a naive datetime literal in the driver's
@@ -167,14 +172,21 @@ def _is_local(spark: SparkSession) -> bool:
     return spark.sparkContext.master.startswith("local")
 
 
+def _without_checksums(jvm: Any, fs: Any) -> Any:
+    """The filesystem under a checksummed one (the local default), so that report.html and
+    the output check's probe get no .crc file beside them; others as they are (also a local
+    filesystem configured raw with ``spark.hadoop.fs.file.impl``)."""
+    if jvm.org.apache.hadoop.fs.ChecksumFileSystem._java_lang_class.isInstance(fs):
+        return fs.getRawFileSystem()
+    return fs
+
+
 def write_text(spark: SparkSession, uri: str, text: str) -> None:
     """Write a small text file through Hadoop's FileSystem, so any output URI works."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     path = jvm.org.apache.hadoop.fs.Path(uri)
-    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    if fs.getScheme() == "file":  # no .crc file beside report.html
-        fs = fs.getRawFileSystem()
+    fs = _without_checksums(jvm, path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()))
     stream = fs.create(path, True)
     try:
         stream.write(bytearray(text.encode("utf-8")))
@@ -199,11 +211,12 @@ def check_output(spark: SparkSession, uri: str) -> bool:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     hadoop_path = jvm.org.apache.hadoop.fs.Path
+    path = hadoop_path(uri)
+    created = False
     try:
-        path = hadoop_path(uri)
-        fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-        if fs.getScheme() == "file":  # no .crc file for the probe
-            fs = fs.getRawFileSystem()
+        fs = _without_checksums(
+            jvm, path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        )
         created = not fs.exists(path)
         if not fs.mkdirs(path) or not fs.getFileStatus(path).isDirectory():
             raise OutputNotWritableError(f"cannot write the output {uri}: not a directory")
@@ -212,14 +225,16 @@ def check_output(spark: SparkSession, uri: str) -> bool:
         fs.create(probe, True).close()
         fs.delete(probe, False)
         return created
-    except OutputNotWritableError:
+    except BaseException as exc:
+        if created:  # the probe failed, or Ctrl-C: the directory just made (at most the probe)
+            with suppress(Exception):
+                fs.delete(path, True)
+        if isinstance(exc, Exception) and hasattr(exc, "java_exception"):
+            # py4j's Java error: permissions, a file in the path, ...
+            raise OutputNotWritableError(
+                f"cannot write the output {uri}: {java_root_cause(exc)}"
+            ) from None
         raise
-    except Exception as exc:  # py4j's Java error: permissions, a file in the path, ...
-        if not hasattr(exc, "java_exception"):
-            raise
-        raise OutputNotWritableError(
-            f"cannot write the output {uri}: {java_root_cause(exc)}"
-        ) from None
 
 
 def _has_parquet_files(spark: SparkSession, uri: str) -> bool:
@@ -264,6 +279,31 @@ def _reread(
     }
 
 
+def _fact_pass(
+    spark: SparkSession, cfg: JobConfig, keep: Callable[[DataFrame], DataFrame]
+) -> tuple[DataFrame, DataFrame, list[ClusterStats]]:
+    """The one pass: parse, order each partition's history, reduce it to facts (persisted
+    through ``keep``), and the per-cluster counts."""
+    from pyspark.sql import functions as F
+
+    records = clean(read_logs(spark, cfg.inputs))
+    if cfg.end is not None:
+        # Later partition records can't matter (earlier ones set the state). Later controller
+        # records can: a gap with no controller that is open at --to ends with an election
+        # after it, and without that election the gap was lost.
+        records = records.where(
+            F.col("ts").isNull()
+            | (F.col("ts") <= F.lit(cfg.end))
+            | (F.col("kind") == S.KIND_CONTROLLER)
+        )
+    facts = keep(outputs.facts(timeline(records), cfg.start, cfg.end))
+    per_epoch = keep(epoch_summary(facts))
+    stats = _stats(per_epoch)
+    if not stats:
+        raise NoRecordsError(f"no lines in the input ({', '.join(cfg.inputs)})")
+    return facts, per_epoch, stats
+
+
 def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -277,25 +317,14 @@ def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
         return df
 
     created = check_output(spark, base)
-    with timer.step("parse_and_facts"):
-        records = clean(read_logs(spark, cfg.inputs))
-        if cfg.end is not None:
-            # Later partition records can't matter (earlier ones set the state). Later
-            # controller records can: a gap with no controller that is open at --to ends
-            # with an election after it, and without that election the gap was lost.
-            records = records.where(
-                F.col("ts").isNull()
-                | (F.col("ts") <= F.lit(cfg.end))
-                | (F.col("kind") == S.KIND_CONTROLLER)
-            )
-        # The one pass: parse, order each partition's history, reduce it to facts.
-        facts = keep(outputs.facts(timeline(records), cfg.start, cfg.end))
-        per_epoch = keep(epoch_summary(facts))
-        stats = _stats(per_epoch)
-        if not stats:
-            if created:  # nothing written means no empty directory either
+    try:
+        with timer.step("parse_and_facts"):
+            facts, per_epoch, stats = _fact_pass(spark, cfg, keep)
+    except BaseException:
+        if created:  # a failed run leaves no empty output directory (Ctrl-C: if py4j answers)
+            with suppress(Exception):  # a JVM that is gone: the first error is the one to tell
                 delete_file(spark, base)
-            raise NoRecordsError(f"no lines in the input ({', '.join(cfg.inputs)})")
+        raise
     # What is left is short jobs over small data: C2 costs more than it saves (jit.py).
     with jit.c2_held_back(spark) if cfg.hold_back_c2 else nullcontext():
         periods = F.broadcast(_periods(spark, stats, cfg))
@@ -314,8 +343,17 @@ def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
             bad = outputs.Dataset("bad_records", outputs.bad_records(facts), False, "")
             todo = [bad, *datasets.values()]
             with ThreadPoolExecutor(max_workers=max(1, cfg.writers)) as pool:
-                for future in [pool.submit(_write, ds, base) for ds in todo]:
-                    future.result()
+                futures = [pool.submit(_write, ds, base) for ds in todo]
+                try:
+                    for future in futures:
+                        future.result()
+                except BaseException:
+                    # A failed write or Ctrl-C: the other writes are not waited for (this
+                    # thread is in no py4j call here, so cancelling through it is safe).
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    with suppress(Exception):
+                        spark.sparkContext.cancelAllJobs()
+                    raise
         report_path = None
         with timer.step("report"):
             # From what was written, not the lazy plans: re-running them would recompute every
@@ -337,9 +375,10 @@ def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
 def run(cfg: JobConfig) -> JobResult:
     """Start (or join) a Spark session and analyze."""
     t0 = time.perf_counter()
-    spark = get_session(cfg.master, cfg.spark_conf)
-    if cfg.quiet_interrupt:
-        interrupt_without_cancel()
+    with interrupt_deferred() if cfg.quiet_console else nullcontext():
+        spark = get_session(cfg.master, cfg.spark_conf, quiet_log=cfg.quiet_console)
+        if cfg.quiet_console:
+            interrupt_without_cancel()
     started = round(time.perf_counter() - t0, 2)
     result = analyze(spark, cfg)
     result.timings = {"spark_start": started, **result.timings}

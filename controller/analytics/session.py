@@ -11,6 +11,8 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +21,11 @@ if TYPE_CHECKING:
 
 APP_NAME = "zk-controller-analytics"
 LOG_LEVEL_ENV = "ZK_CONTROLLER_SPARK_LOG_LEVEL"
+# Only for a local master (on a cluster, Spark's warnings about the driver's address and
+# lost tasks matter), only for the CLI, and not when ZK_CONTROLLER_SPARK_LOG_LEVEL asks for
+# Spark's own log, traces included. As a URI: Spark splits extraJavaOptions on spaces.
 QUIET_LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+_QUIET_LOG_OPTION = f"-Dlog4j2.configurationFile={QUIET_LOG_CONFIG.as_uri()}"
 
 
 def _local_cores(master: str) -> int:
@@ -44,12 +50,14 @@ def _default_driver_memory() -> str:
 def get_session(
     master: str | None = None,
     conf: dict[str, str] | None = None,
+    quiet_log: bool = False,
 ) -> SparkSession:
     """The job's SparkSession.
 
     ``master`` None means: whatever spark-submit set, else ``local[*]``. Local runs get a
     shuffle-partition count sized to the cores (the default 200 is for clusters) and enough
-    driver heap for the sort and the persisted facts.
+    driver heap for the sort and the persisted facts. ``quiet_log`` (the CLI's): Spark's
+    console log through ``log4j2.properties`` for a local JVM this process starts.
     """
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
@@ -84,10 +92,8 @@ def get_session(
         settings["spark.driver.extraJavaOptions"] = (
             "-XX:+UseParallelGC -XX:-DontCompileHugeMethods"
         )
-    quiet = _quiet_log_option(submitted)
-    if quiet:
-        java_options = settings.get("spark.driver.extraJavaOptions", "")
-        settings["spark.driver.extraJavaOptions"] = f"{java_options} {quiet}".strip()
+        if quiet_log and not os.environ.get(LOG_LEVEL_ENV) and QUIET_LOG_CONFIG.is_file():
+            settings["spark.driver.extraJavaOptions"] += f" {_QUIET_LOG_OPTION}"
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -96,15 +102,20 @@ def get_session(
     return spark
 
 
-def _quiet_log_option(submitted: bool) -> str | None:
-    """The JVM option pointing log4j at ``log4j2.properties`` (one line per warning, no stack
-    traces, no start-up chatter), for a JVM this process starts. Not under spark-submit (its
-    log configuration is the submitter's), and not when ``ZK_CONTROLLER_SPARK_LOG_LEVEL`` is
-    set: whoever sets it is debugging and wants Spark's own log, traces included."""
-    if submitted or os.environ.get(LOG_LEVEL_ENV) or not QUIET_LOG_CONFIG.is_file():
-        return None
-    # As a URI: Spark splits extraJavaOptions on spaces, and a URI has none.
-    return f"-Dlog4j2.configurationFile={QUIET_LOG_CONFIG.as_uri()}"
+@contextmanager
+def interrupt_deferred() -> Iterator[None]:
+    """SIGINT held back while the session starts, then taken by ``interrupt_without_cancel``.
+    A Ctrl-C while the JVM launched left an orphaned launcher JVM behind, and one while the
+    session was built met PySpark's handler (below). The JVM inherits the blocked signal,
+    which changes nothing: PySpark starts it with SIGINT ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a held Ctrl-C lands
 
 
 def interrupt_without_cancel() -> None:
@@ -112,9 +123,10 @@ def interrupt_without_cancel() -> None:
 
     PySpark's SIGINT handler cancels the jobs through py4j from inside whatever py4j call the
     main thread is waiting in: a reentrant call that fails, and py4j logs both failures with
-    their tracebacks (a page of them before the command could exit). The terminal's SIGINT
-    reaches the JVM as well, which stops with its jobs; so after a Ctrl-C, py4j's complaints
-    about the interrupted call are dropped too."""
+    their tracebacks (a page of them before the command could exit). The JVM ignores SIGINT
+    (PySpark starts it so) and stops when this process exits; the job cancels its concurrent
+    writes itself (``job.analyze``). After a Ctrl-C, py4j's complaints about the interrupted
+    call are dropped."""
     if threading.current_thread() is not threading.main_thread():
         return
 

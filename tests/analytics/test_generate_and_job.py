@@ -443,14 +443,40 @@ def test_an_output_that_cannot_be_written_is_found_before_the_input_is_read(
         with pytest.raises(OutputNotWritableError, match=f"cannot write the output .*{reason}"):
             analyze(spark, cfg)
     assert taken.read_text() == ""
-    # A writable output keeps no trace of the check.
+    # A run that fails after the check leaves no directory it made, and no probe in one that
+    # was there.
     out = tmp_path / "out"
+    with pytest.raises(Exception, match="PATH_NOT_FOUND"):
+        analyze(spark, JobConfig(inputs=[str(tmp_path / "no-such-log")], output=str(out)))
+    assert not out.exists()
+    out.mkdir()
     with pytest.raises(Exception, match="PATH_NOT_FOUND"):
         analyze(spark, JobConfig(inputs=[str(tmp_path / "no-such-log")], output=str(out)))
     assert out.is_dir() and list(out.iterdir()) == []
 
 
-@pytest.mark.parametrize("delay_s", [0.0, 2.0], ids=["planning", "parsing"])
+def test_output_files_on_a_local_filesystem_configured_raw(spark, tmp_path: Path) -> None:
+    """spark.hadoop.fs.file.impl=RawLocalFileSystem (no .crc files) is a common setting; the
+    output check and report writing asked it for the raw filesystem under it, and failed."""
+    from controller.analytics.job import check_output, write_text
+
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    conf.set("fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
+    conf.set("fs.file.impl.disable.cache", "true")
+    try:
+        assert check_output(spark, str(tmp_path / "out")) is True
+        write_text(spark, str(tmp_path / "out" / "report.html"), "<html></html>")
+    finally:
+        conf.unset("fs.file.impl")
+        conf.unset("fs.file.impl.disable.cache")
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["report.html"]
+    # The default (checksummed) local filesystem: no .crc file beside them either.
+    assert check_output(spark, str(tmp_path / "out")) is False
+    write_text(spark, str(tmp_path / "out" / "report.html"), "<html></html>")
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["report.html"]
+
+
+@pytest.mark.parametrize("delay_s", [-1.0, 0.0, 2.0], ids=["starting", "planning", "parsing"])
 def test_cli_ctrl_c_during_the_job_is_exit_130_without_tracebacks(
     tmp_path: Path, delay_s: float
 ) -> None:
@@ -470,11 +496,14 @@ def test_cli_ctrl_c_during_the_job_is_exit_130_without_tracebacks(
         start_new_session=True,  # its own process group, as a terminal's foreground job
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 120
-        while not out.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)  # the output directory is made just before the input is read
+        if delay_s < 0:  # while the JVM starts and the session is built
+            time.sleep(1.5)
+        else:
+            deadline = time.monotonic() + 120
+            while not out.exists() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)  # the output directory is made just before the input is read
+            time.sleep(delay_s)  # the main thread waits in one py4j call or another
         assert proc.poll() is None, proc.communicate()
-        time.sleep(delay_s)  # the main thread waits in one py4j call or another
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group
         _, err = proc.communicate(timeout=60)
     finally:
@@ -483,6 +512,9 @@ def test_cli_ctrl_c_during_the_job_is_exit_130_without_tracebacks(
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "py4j" not in err, err
     assert len(err.splitlines()) <= 6, err
+    # Not a finished run's output. (Whether the directory it had made is removed again is
+    # best effort here: py4j's calls right after an interrupted one can fail.)
+    assert not (out / "summary.json").exists()
 
 
 def test_cli_an_unwritable_output_is_one_line_and_spark_starts_quietly(tmp_path: Path) -> None:
@@ -499,11 +531,13 @@ def test_cli_an_unwritable_output_is_one_line_and_spark_starts_quietly(tmp_path:
         capture_output=True, text=True, timeout=300, cwd=ROOT, env=env,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr[-2000:]
-    lines = [line for line in done.stderr.splitlines() if "incubator modules" not in line]
-    assert lines == [
+    lines = done.stderr.splitlines()
+    assert lines[-1] == (
         f"error: cannot write the output {taken}/out: org.apache.hadoop.fs."
         f"ParentNotDirectoryException: Parent path is not a directory: {taken}: nothing analysed"
-    ], done.stderr
+    ), done.stderr
+    # Before it, at most the JVM's own notices (incubator modules, JAVA_TOOL_OPTIONS, ...).
+    assert all(line.startswith(("WARNING:", "Picked up")) for line in lines[:-1]), done.stderr
 
 
 def test_an_earlier_runs_report_does_not_outlive_a_new_run(spark, tmp_path: Path) -> None:

@@ -18,6 +18,8 @@ def test_local_session_settings(spark) -> None:
     )
     # The fact pass's generated method is past the JIT's default size limit.
     assert hotspot.getVMOption("DontCompileHugeMethods").getValue() == "false"
+    # The quiet console log is the CLI's: a session for library use keeps Spark's own.
+    assert jvm.java.lang.System.getProperty("log4j2.configurationFile") is None
 
 
 def test_local_core_counts() -> None:
