@@ -20,6 +20,13 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from controller.analytics.errors import (
+    NoRecordsError,
+    OutputNotWritableError,
+    java_root_cause,
+    unreadable_file,
+)
+
 ENTRY_SCRIPT = '''"""spark-submit entry point for the zk-controller analytics job."""
 import sys
 
@@ -208,13 +215,6 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 def _report_failure(exc: Exception) -> int:
     """The job's failure in a line or two and its exit status; unknown errors go on up."""
-    from controller.analytics.errors import (
-        NoRecordsError,
-        OutputNotWritableError,
-        java_root_cause,
-        unreadable_file,
-    )
-
     if isinstance(exc, NoRecordsError):
         print(f"error: {exc}: nothing analysed, nothing written", file=sys.stderr)
         return 2

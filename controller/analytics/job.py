@@ -172,22 +172,31 @@ def _is_local(spark: SparkSession) -> bool:
     return spark.sparkContext.master.startswith("local")
 
 
-def _without_checksums(jvm: Any, fs: Any) -> Any:
-    """The filesystem under a checksummed one (the local default), so that report.html and
-    the output check's probe get no .crc file beside them; others as they are (also a local
-    filesystem configured raw with ``spark.hadoop.fs.file.impl``)."""
-    if jvm.org.apache.hadoop.fs.ChecksumFileSystem._java_lang_class.isInstance(fs):
+def _path(spark: SparkSession, uri: str, child: str | None = None) -> Any:
+    """A Hadoop ``Path`` for ``uri`` (or for ``child`` under it), so any output URI works."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    return path if child is None else jvm.org.apache.hadoop.fs.Path(path, child)
+
+
+def _filesystem(spark: SparkSession, path: Any, raw: bool = False) -> Any:
+    """The Hadoop ``FileSystem`` of ``path``. ``raw``: the filesystem under a checksummed one
+    (the local default), so that report.html and the output check's probe get no .crc file
+    beside them; others as they are (also a local filesystem configured raw with
+    ``spark.hadoop.fs.file.impl``)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if raw and jvm.org.apache.hadoop.fs.ChecksumFileSystem._java_lang_class.isInstance(fs):
         return fs.getRawFileSystem()
     return fs
 
 
 def write_text(spark: SparkSession, uri: str, text: str) -> None:
     """Write a small text file through Hadoop's FileSystem, so any output URI works."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    path = jvm.org.apache.hadoop.fs.Path(uri)
-    fs = _without_checksums(jvm, path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()))
-    stream = fs.create(path, True)
+    path = _path(spark, uri)
+    stream = _filesystem(spark, path, raw=True).create(path, True)
     try:
         stream.write(bytearray(text.encode("utf-8")))
     finally:
@@ -197,10 +206,8 @@ def write_text(spark: SparkSession, uri: str, text: str) -> None:
 def delete_file(spark: SparkSession, uri: str) -> None:
     """Remove a file or an empty directory through Hadoop's FileSystem (nothing to do when it
     is not there)."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    path = jvm.org.apache.hadoop.fs.Path(uri)
-    path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(path, False)
+    path = _path(spark, uri)
+    _filesystem(spark, path).delete(path, False)
 
 
 def check_output(spark: SparkSession, uri: str) -> bool:
@@ -208,20 +215,15 @@ def check_output(spark: SparkSession, uri: str) -> bool:
     is read: an output that cannot be written (no permission, a file in the path, a missing
     bucket) is found in seconds, not after the whole parse. True if it created the
     directory."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    hadoop_path = jvm.org.apache.hadoop.fs.Path
-    path = hadoop_path(uri)
+    path = _path(spark, uri)
     created = False
     try:
-        fs = _without_checksums(
-            jvm, path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-        )
+        fs = _filesystem(spark, path, raw=True)
         created = not fs.exists(path)
         if not fs.mkdirs(path) or not fs.getFileStatus(path).isDirectory():
             raise OutputNotWritableError(f"cannot write the output {uri}: not a directory")
         # Named with a leading "_", which Spark's readers skip should it ever be left behind.
-        probe = hadoop_path(path, "_zk_controller_write_check")
+        probe = _path(spark, uri, "_zk_controller_write_check")
         fs.create(probe, True).close()
         fs.delete(probe, False)
         return created
@@ -238,12 +240,8 @@ def check_output(spark: SparkSession, uri: str) -> bool:
 
 
 def _has_parquet_files(spark: SparkSession, uri: str) -> bool:
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    path = jvm.org.apache.hadoop.fs.Path(uri)
-    files = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).listFiles(
-        path, True
-    )
+    path = _path(spark, uri)
+    files = _filesystem(spark, path).listFiles(path, True)
     while files.hasNext():
         if files.next().getPath().getName().endswith(".parquet"):
             return True
