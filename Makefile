@@ -77,8 +77,9 @@ prometheus-deps: ## make sure Debian's prometheus and promtool are present (apt-
 	"$${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(PROMETHEUS_APT_PACKAGES); \
 	command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || { echo "prometheus-deps: still no prometheus/promtool after install" >&2; exit 1; }
 
-test: setup zookeeper-deps prometheus-deps ## ruff, then the whole pytest suite (needs ZooKeeper; CI=true fails instead of skipping)
+test: setup zookeeper-deps prometheus-deps ## ruff and mypy, then the whole pytest suite (needs ZooKeeper; CI=true fails instead of skipping)
 	$(VENV)/bin/ruff check controller tests
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # The controller benchmark suite: a local ZooKeeper, simulated brokers and the controller, every
@@ -93,8 +94,9 @@ chaos: setup zookeeper-deps ## long chaos run: >= 100 failovers, 0 violations (C
 	rm -rf $(CHAOS_DIR)
 	$(VENV)/bin/zk-controller chaos --work-dir $(CHAOS_DIR) $(CHAOS_ARGS)
 
-lint: setup ## ruff check
+lint: setup ## ruff check and mypy (its settings: pyproject.toml)
 	$(VENV)/bin/ruff check controller tests
+	$(VENV)/bin/mypy
 
 # The local stack: an embedded ZooKeeper (unless ZK_CONNECT is set), the controller and three
 # reference brokers with a demo topic, in the foreground; Ctrl-C stops everything.
@@ -121,7 +123,7 @@ kafka-json-vectors: setup ## regenerate Kafka's znode bytes for tests/unit/test_
 	echo "wrote $$(wc -l < $(KAFKA_JSON_DIR)/vectors.jsonl) vectors to $(KAFKA_JSON_DIR)/vectors.jsonl"
 
 clean: ## remove caches and build output (keeps .venv)
-	rm -rf .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
+	rm -rf .pytest_cache .ruff_cache .mypy_cache .hypothesis build dist *.egg-info
 	find controller tests -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean ## also remove .venv

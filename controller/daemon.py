@@ -82,9 +82,9 @@ TRIM_SETTLE_S = 2.0
 ABANDONED_START_WAIT_S = 3.0
 
 
-def _malloc_trim() -> Callable[[], object] | None:
+def _malloc_trim() -> Callable[[int], object] | None:
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim  # type: ignore[no-any-return]
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
     except (OSError, AttributeError):  # not glibc
         return None
 

@@ -101,7 +101,7 @@ class _RedactZooKeeperSecrets(logging.Filter):
 _REDACT = _RedactZooKeeperSecrets()
 
 
-class _LogStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _LogStreamHandler(logging.StreamHandler):
     """A stream handler that says once, not at every line, that its stream has gone (the
     reader of stdout exited: a pipe to a log shipper that died). The daemon runs on."""
 

@@ -499,8 +499,10 @@ def partition_progress(
             )  # fmt: skip
             continue
         topic = topics.get(tp.topic)
-        ra = topic.partitions.get(tp.partition) if topic is not None else None
-        out[tp] = PartitionProgress(tp, target, ra.replicas if ra is not None else (), True)
+        current = topic.partitions.get(tp.partition) if topic is not None else None
+        out[tp] = PartitionProgress(
+            tp, target, current.replicas if current is not None else (), True
+        )
     return out
 
 

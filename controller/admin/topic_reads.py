@@ -215,10 +215,11 @@ def describe_topics(port: ZkPort, names: Sequence[str] | None = None) -> list[To
     ]
     states = iter(port.get_many(state_paths))
     out: list[TopicDescription] = []
-    for t, assignment, config, error in topics:
-        if assignment is None:
+    for t, maybe_assignment, config, error in topics:
+        if maybe_assignment is None:
             out.append(TopicDescription(t, None, (), {}, t in deleting, error))
             continue
+        assignment = maybe_assignment
         parts = []
         for p, ra in sorted(assignment.partitions.items()):
             parts.append(_describe_partition(p, ra, next(states), registered))

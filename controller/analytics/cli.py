@@ -361,7 +361,12 @@ def build_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     pkg_p = sub.add_parser("package", help="build the zip and entry script for spark-submit")
     pkg_p.add_argument("--out", default="dist", metavar="DIR")
     pkg_p.set_defaults(func=package_from_args)
-    parser.set_defaults(func=lambda _args: (parser.print_help(), 2)[1])
+
+    def no_subcommand(_args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    parser.set_defaults(func=no_subcommand)
     return parser
 
 

@@ -169,7 +169,7 @@ def _local_periods(
 
 
 def _is_local(spark: SparkSession) -> bool:
-    return spark.sparkContext.master.startswith("local")
+    return (spark.sparkContext.master or "").startswith("local")
 
 
 def _path(spark: SparkSession, uri: str, child: str | None = None) -> Any:
@@ -356,18 +356,18 @@ def analyze(spark: SparkSession, cfg: JobConfig) -> JobResult:
         with timer.step("report"):
             # From what was written, not the lazy plans: re-running them would recompute every
             # output from the timeline a second time.
-            facts = report.gather(_reread(spark, datasets, base), stats)
+            report_facts = report.gather(_reread(spark, datasets, base), stats)
             if cfg.report:
                 report_path = f"{base}/report.html"
-                write_text(spark, report_path, report.render_html(facts, stats))
-        summary = report.render_text(facts, stats, timer.timings)
+                write_text(spark, report_path, report.render_html(report_facts, stats))
+        summary = report.render_text(report_facts, stats, timer.timings)
         write_text(spark, f"{base}/summary.json", json.dumps(
-            {"clusters": [vars(s) for s in stats], "timings": timer.timings, "facts": facts},
+            {"clusters": [vars(s) for s in stats], "timings": timer.timings, "facts": report_facts},
             default=str, indent=2,
         ))
         for df in kept:
             df.unpersist()
-    return JobResult(base, stats, timer.timings, summary, report_path, facts)
+    return JobResult(base, stats, timer.timings, summary, report_path, report_facts)
 
 
 def run(cfg: JobConfig) -> JobResult:

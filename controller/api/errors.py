@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
+from typing import cast
 
 import grpc
 
+from controller.api.v1 import common_pb2
 from controller.core.events import NotControllerError
 from controller.zk.errors import ControllerMovedError
 
@@ -95,6 +97,12 @@ class Errors(enum.IntEnum):
     def for_name(cls, name: str) -> Errors:
         """The error with this Kafka name (``"NOT_CONTROLLER"``); ``KeyError`` if unknown."""
         return cls[name]
+
+
+def wire_code(code: int) -> common_pb2.ErrorCode:
+    """``code`` for a response's ``error_code`` field. Protobuf takes any int there, but the
+    generated stubs type the field as the enum alone, so this is where the checker is told."""
+    return cast("common_pb2.ErrorCode", code)
 
 
 def error_name(code: int) -> str:

@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
-from controller.bench.cluster import BenchCluster, BenchError, ControllerProcess, wait_for
+from controller.bench.cluster import (
+    BenchCluster,
+    BenchError,
+    BrokerHost,
+    ControllerProcess,
+    wait_for,
+)
 from controller.bench.measure import (
     load_average,
     median_of,
@@ -125,16 +132,14 @@ def failover(
             # The ready record, not the "failover complete" log line: the state-change log is
             # flushed at the end of the event, after that line is logged.
             ready: float = wait_for(
-                lambda c=controller, t=t0: _ready_since(c, t),
+                partial(_ready_since, controller, t0),
                 600,
                 "the ready record of the failover",
                 0.1,
             )
             epoch = _epoch_of(controller)
             wait_for(
-                lambda e=epoch: all(
-                    b["controller_epoch"] >= e for b in host.stats()["brokers"].values()
-                ),
+                partial(_brokers_at_epoch, host, epoch),
                 600,
                 "every broker to hear from the new controller",
                 0.1,
@@ -170,7 +175,7 @@ def failover(
             controller.stop()
             population.hold_controller()
         load.append(load_average())
-        rss = median_of(records, "rss_bytes") or 0
+        rss_median = median_of(records, "rss_bytes") or 0
         standby = median_of(records, "standby_rss_bytes") or 0
         return result(
             "failover",
@@ -179,10 +184,10 @@ def failover(
             ready_median_s=median_of(records, "ready_s"),
             controller_cpu_median_s=median_of(records, "controller_cpu_s"),
             brokers_cpu_median_s=median_of(records, "brokers_cpu_s"),
-            rss_bytes=int(rss),
+            rss_bytes=int(rss_median),
             rss_at_delivery_bytes=int(median_of(records, "rss_delivered_bytes") or 0),
-            rss_per_partition_bytes=round(rss / partitions),
-            rss_above_standby_per_partition_bytes=round((rss - standby) / partitions),
+            rss_per_partition_bytes=round(rss_median / partitions),
+            rss_above_standby_per_partition_bytes=round((rss_median - standby) / partitions),
             populate_znodes_per_s=round(znodes / populate_s),
             zookeeper=zk_rates(activity, baseline),
             event_queue=records[-1]["queue"],
@@ -200,6 +205,14 @@ def _ready_since(controller: ControllerProcess, t0: float) -> float | None:
     """The ts of the controller's last ready record if it is from ``t0`` on, else None."""
     ready = controller.last_state_change("ready")
     return ready if ready is not None and ready >= t0 else None
+
+
+def _brokers_at_epoch(host: BrokerHost, epoch: int) -> bool:
+    return all(b["controller_epoch"] >= epoch for b in host.stats()["brokers"].values())
+
+
+def _partitions_online(host: BrokerHost, expected: int) -> bool:
+    return bool(host.stats()["partitions"] >= expected)
 
 
 def _epoch_of(controller: ControllerProcess) -> int:
@@ -242,7 +255,7 @@ def create_topics(
             write_all(population.admin, iter(ops))
             written = time.time()
             wait_for(
-                lambda n=expected: host.stats()["partitions"] >= n,
+                partial(_partitions_online, host, expected),
                 600,
                 "the new partitions to be online on the brokers",
                 0.1,

@@ -36,7 +36,7 @@ from typing import Any
 import grpc
 
 from controller.api import MESSAGE_SIZE_OPTIONS
-from controller.api.errors import Errors
+from controller.api.errors import Errors, wire_code
 from controller.api.v1 import broker_pb2, broker_pb2_grpc
 from controller.core.model import UNKNOWN_BROKER_EPOCH, EndPoint
 from controller.logs import configure_logging
@@ -175,7 +175,7 @@ class SimBroker(broker_pb2_grpc.BrokerServiceServicer):
             with self.lock:
                 error = self._rejected(request.broker_epoch, request.controller_epoch)
                 if error is not None:
-                    return broker_pb2.LeaderAndIsrResponse(error_code=error)
+                    return broker_pb2.LeaderAndIsrResponse(error_code=wire_code(error))
                 return self._apply_leader_and_isr(request)
         finally:
             cluster.end(leadership_changed=True)
@@ -186,7 +186,7 @@ class SimBroker(broker_pb2_grpc.BrokerServiceServicer):
         hosted = self.hosted
         me = self.broker_id
         changed: list[tuple[Key, int, int]] = []
-        response = broker_pb2.LeaderAndIsrResponse(error_code=NONE)
+        response = broker_pb2.LeaderAndIsrResponse(error_code=wire_code(NONE))
         add_topic = response.topics.add
         for topic in request.topic_states:
             name = topic.topic_name
@@ -228,11 +228,13 @@ class SimBroker(broker_pb2_grpc.BrokerServiceServicer):
                 if request.broker_epoch != UNKNOWN_BROKER_EPOCH and (
                     request.broker_epoch < self.broker_epoch
                 ):
-                    return broker_pb2.UpdateMetadataResponse(error_code=STALE_BROKER_EPOCH)
+                    return broker_pb2.UpdateMetadataResponse(
+                        error_code=wire_code(STALE_BROKER_EPOCH)
+                    )
                 if request.controller_epoch < self.controller_epoch:
-                    return broker_pb2.UpdateMetadataResponse(error_code=NOT_CONTROLLER)
+                    return broker_pb2.UpdateMetadataResponse(error_code=wire_code(NOT_CONTROLLER))
                 self.controller_epoch = request.controller_epoch
-                return broker_pb2.UpdateMetadataResponse(error_code=NONE)
+                return broker_pb2.UpdateMetadataResponse(error_code=wire_code(NONE))
         finally:
             cluster.end()
 
@@ -245,8 +247,8 @@ class SimBroker(broker_pb2_grpc.BrokerServiceServicer):
             with self.lock:
                 error = self._rejected(request.broker_epoch, request.controller_epoch)
                 if error is not None:
-                    return broker_pb2.StopReplicaResponse(error_code=error)
-                response = broker_pb2.StopReplicaResponse(error_code=NONE)
+                    return broker_pb2.StopReplicaResponse(error_code=wire_code(error))
+                response = broker_pb2.StopReplicaResponse(error_code=wire_code(NONE))
                 add = response.partition_errors.add
                 for topic in request.topic_states:
                     name = topic.topic_name
@@ -272,7 +274,7 @@ class SimBroker(broker_pb2_grpc.BrokerServiceServicer):
     def Fetch(
         self, request: broker_pb2.FetchRequest, context: grpc.ServicerContext
     ) -> broker_pb2.FetchResponse:
-        return broker_pb2.FetchResponse(error_code=NONE)
+        return broker_pb2.FetchResponse(error_code=wire_code(NONE))
 
 
 class Host:

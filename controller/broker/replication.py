@@ -40,7 +40,7 @@ from typing import Any
 
 import structlog
 
-from controller.api.errors import Errors
+from controller.api.errors import Errors, wire_code
 from controller.api.v1 import broker_pb2
 from controller.broker.fetcher import ReplicaFetcher
 from controller.broker.isr_manager import AlterPartitionItem, AlterPartitionManager, Result
@@ -199,8 +199,8 @@ class Replication:
                 broker_id=self.broker_id,
                 replica_id=replica,
             )
-            return broker_pb2.FetchResponse(error_code=Errors.INVALID_REQUEST)
-        response = broker_pb2.FetchResponse(error_code=Errors.NONE)
+            return broker_pb2.FetchResponse(error_code=wire_code(Errors.INVALID_REQUEST))
+        response = broker_pb2.FetchResponse(error_code=wire_code(Errors.NONE))
         now = self._clock()
         for topic in request.topics:
             out = response.topics.add(topic_name=topic.topic_name, topic_id=topic.topic_id)

@@ -8,7 +8,7 @@ from typing import TypeVar
 import grpc
 import structlog
 
-from controller.api.errors import Errors
+from controller.api.errors import Errors, wire_code
 from controller.api.v1 import broker_pb2, broker_pb2_grpc
 from controller.broker.state import ReplicaState, leader_and_isr_error_response
 
@@ -62,7 +62,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             "UpdateMetadata",
             request,
             self._state.update_metadata,
-            lambda _: broker_pb2.UpdateMetadataResponse(error_code=Errors.UNKNOWN_SERVER_ERROR),
+            lambda _: broker_pb2.UpdateMetadataResponse(
+                error_code=wire_code(Errors.UNKNOWN_SERVER_ERROR)
+            ),
         )
 
     def StopReplica(
@@ -72,7 +74,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             "StopReplica",
             request,
             self._state.stop_replica,
-            lambda _: broker_pb2.StopReplicaResponse(error_code=Errors.UNKNOWN_SERVER_ERROR),
+            lambda _: broker_pb2.StopReplicaResponse(
+                error_code=wire_code(Errors.UNKNOWN_SERVER_ERROR)
+            ),
         )
 
     def Describe(
@@ -87,12 +91,12 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             "Fetch",
             request,
             self._fetch or _not_replicating,
-            lambda _: broker_pb2.FetchResponse(error_code=Errors.UNKNOWN_SERVER_ERROR),
+            lambda _: broker_pb2.FetchResponse(error_code=wire_code(Errors.UNKNOWN_SERVER_ERROR)),
         )
 
 
 def _not_replicating(request: broker_pb2.FetchRequest) -> broker_pb2.FetchResponse:
-    response = broker_pb2.FetchResponse(error_code=Errors.NONE)
+    response = broker_pb2.FetchResponse(error_code=wire_code(Errors.NONE))
     for topic in request.topics:
         out = response.topics.add(topic_name=topic.topic_name, topic_id=topic.topic_id)
         for p in topic.partitions:

@@ -28,7 +28,7 @@ from typing import TypeVar
 
 import structlog
 
-from controller.api.errors import Errors, error_name
+from controller.api.errors import Errors, error_name, wire_code
 from controller.api.v1 import broker_pb2, common_pb2
 from controller.core.model import (
     EPOCH_DURING_DELETE,
@@ -208,12 +208,16 @@ class ReplicaState:
             self._received["UpdateMetadata"] += 1
             if self._broker_epoch_stale(request.broker_epoch):
                 self._log_rejected("UpdateMetadata", request, Errors.STALE_BROKER_EPOCH)
-                return broker_pb2.UpdateMetadataResponse(error_code=Errors.STALE_BROKER_EPOCH)
+                return broker_pb2.UpdateMetadataResponse(
+                    error_code=wire_code(Errors.STALE_BROKER_EPOCH)
+                )
             if request.controller_epoch < self._controller_epoch:
                 # Kafka's broker raises ControllerMovedException here, which its request
                 # handler turns into NOT_CONTROLLER (not STALE_CONTROLLER_EPOCH).
                 self._log_rejected("UpdateMetadata", request, Errors.NOT_CONTROLLER)
-                return broker_pb2.UpdateMetadataResponse(error_code=Errors.NOT_CONTROLLER)
+                return broker_pb2.UpdateMetadataResponse(
+                    error_code=wire_code(Errors.NOT_CONTROLLER)
+                )
             self._metadata_controller_id = request.controller_id
             self._live_brokers = {b.id: _copy(b) for b in request.live_brokers}
             removed = upserted = 0
@@ -235,7 +239,7 @@ class ReplicaState:
                 upserted=upserted,
                 removed=removed,
             )
-            return broker_pb2.UpdateMetadataResponse(error_code=Errors.NONE)
+            return broker_pb2.UpdateMetadataResponse(error_code=wire_code(Errors.NONE))
 
     # -- StopReplica -----------------------------------------------------------------------
 
@@ -247,13 +251,17 @@ class ReplicaState:
             # Whole-request errors carry no partition errors (Kafka's KafkaApis/ReplicaManager).
             if self._broker_epoch_stale(request.broker_epoch):
                 self._log_rejected("StopReplica", request, Errors.STALE_BROKER_EPOCH)
-                return broker_pb2.StopReplicaResponse(error_code=Errors.STALE_BROKER_EPOCH)
+                return broker_pb2.StopReplicaResponse(
+                    error_code=wire_code(Errors.STALE_BROKER_EPOCH)
+                )
             if request.controller_epoch < self._controller_epoch:
                 self._log_rejected("StopReplica", request, Errors.STALE_CONTROLLER_EPOCH)
-                return broker_pb2.StopReplicaResponse(error_code=Errors.STALE_CONTROLLER_EPOCH)
+                return broker_pb2.StopReplicaResponse(
+                    error_code=wire_code(Errors.STALE_CONTROLLER_EPOCH)
+                )
             self._controller_epoch = request.controller_epoch
 
-            response = broker_pb2.StopReplicaResponse(error_code=Errors.NONE)
+            response = broker_pb2.StopReplicaResponse(error_code=wire_code(Errors.NONE))
             outcomes: Counter[str] = Counter()
             rejected: list[str] = []
             for topic in request.topic_states:
@@ -486,7 +494,7 @@ def leader_and_isr_error_response(
     request: broker_pb2.LeaderAndIsrRequest, error: Errors
 ) -> broker_pb2.LeaderAndIsrResponse:
     """Kafka's LeaderAndIsrRequest.getErrorResponse: the error on top and on every partition."""
-    response = broker_pb2.LeaderAndIsrResponse(error_code=error)
+    response = broker_pb2.LeaderAndIsrResponse(error_code=wire_code(error))
     for topic in request.topic_states:
         errors = response.topics.add(topic_id=topic.topic_id, topic_name=topic.topic_name)
         for state in topic.partition_states:

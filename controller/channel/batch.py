@@ -13,7 +13,7 @@ events (``put``), so the event thread handles them in order.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import structlog
 
@@ -334,7 +334,10 @@ class ControllerBrokerRequestBatch:
                 request.broker_epoch = broker_epoch
 
             def on_response(response: object, b: int = broker_id) -> None:
-                code = convert.parse_update_metadata_response(response)
+                # The channel answers each request with its own kind of response.
+                code = convert.parse_update_metadata_response(
+                    cast(broker_pb2.UpdateMetadataResponse, response)
+                )
                 put(UpdateMetadataResponseReceived(broker_id=b, error_code=code))
 
             self.channel.send(broker_id, OutboundRequest.update_metadata(request), on_response)
@@ -370,7 +373,9 @@ class ControllerBrokerRequestBatch:
         put = self._put
 
         def on_response(response: object) -> None:
-            result = convert.parse_stop_replica_response(response)
+            result = convert.parse_stop_replica_response(
+                cast(broker_pb2.StopReplicaResponse, response)
+            )
             if result.error_code == Errors.STALE_BROKER_EPOCH:
                 # Answered by a newer instance of the broker: its bounce is a BrokerChange,
                 # which fails these replicas and resumes the deletion with the new epoch. As

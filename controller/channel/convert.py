@@ -13,8 +13,9 @@ wire.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
+from controller.api.errors import wire_code
 from controller.api.v1 import broker_pb2, common_pb2, controller_pb2
 from controller.channel import wire
 from controller.core.model import (
@@ -27,13 +28,13 @@ from controller.core.model import (
     TopicPartition,
 )
 
-_SECURITY_PROTOCOLS: dict[str, int] = {
+_SECURITY_PROTOCOLS: dict[str, common_pb2.SecurityProtocol] = {
     "PLAINTEXT": common_pb2.SECURITY_PROTOCOL_PLAINTEXT,
     "SSL": common_pb2.SECURITY_PROTOCOL_SSL,
     "SASL_PLAINTEXT": common_pb2.SECURITY_PROTOCOL_SASL_PLAINTEXT,
     "SASL_SSL": common_pb2.SECURITY_PROTOCOL_SASL_SSL,
 }
-_SECURITY_PROTOCOL_NAMES = {v: k for k, v in _SECURITY_PROTOCOLS.items()}
+_SECURITY_PROTOCOL_NAMES: dict[int, str] = {v: k for k, v in _SECURITY_PROTOCOLS.items()}
 
 
 # -- what the request batch accumulates, per partition ------------------------------------
@@ -71,7 +72,7 @@ def topic_id_from_wire(topic_id: str) -> str | None:
     return topic_id or None
 
 
-def security_protocol_to_wire(name: str) -> int:
+def security_protocol_to_wire(name: str) -> common_pb2.SecurityProtocol:
     try:
         return _SECURITY_PROTOCOLS[name]
     except KeyError:
@@ -396,7 +397,7 @@ def controlled_shutdown_response(
 ) -> controller_pb2.ControlledShutdownResponse:
     ordered = sorted(remaining)
     return controller_pb2.ControlledShutdownResponse(
-        error_code=error_code,
+        error_code=wire_code(error_code),
         remaining_partitions=[
             common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition) for tp in ordered
         ],
@@ -447,12 +448,14 @@ def alter_partition_partition_response(
 ) -> controller_pb2.AlterPartitionPartitionResponse:
     """A partition's answer; the state fields are set only on success (error NONE)."""
     msg = controller_pb2.AlterPartitionPartitionResponse(
-        partition_index=partition_index, error_code=error_code
+        partition_index=partition_index, error_code=wire_code(error_code)
     )
     if state is not None and error_code == common_pb2.NONE:
         msg.leader_id = state.leader
         msg.leader_epoch = state.leader_epoch
         msg.isr.extend(state.isr)
-        msg.leader_recovery_state = int(state.leader_recovery_state)
+        msg.leader_recovery_state = cast(
+            "common_pb2.LeaderRecoveryState", int(state.leader_recovery_state)
+        )
         msg.partition_epoch = state.partition_epoch
     return msg

@@ -341,6 +341,7 @@ class RequestSendThread(threading.Thread):
                 changed.set()
 
         channel.subscribe(on_change, try_to_connect=True)
+        subscribed = channel  # the loop's `self._channel is channel` widens channel for mypy
         try:
             deadline = time.monotonic() + self._connect_timeout
             # Sliced, so that stop() or retarget() (which close the channel: gRPC does not tell
@@ -353,7 +354,7 @@ class RequestSendThread(threading.Thread):
                     break
                 changed.wait(min(remaining, _STOP_POLL_S))
         finally:
-            channel.unsubscribe(on_change)
+            subscribed.unsubscribe(on_change)
         if settled and settled[0] is grpc.ChannelConnectivity.READY:
             return None
         if not settled and self._channel is not channel:

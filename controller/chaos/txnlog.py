@@ -15,6 +15,7 @@ failed multi is logged with every op as an ``ErrorTxn``; failed plain requests a
 
 from __future__ import annotations
 
+import builtins
 import struct
 import zlib
 from collections.abc import Iterable, Iterator
@@ -81,8 +82,8 @@ class _Reader:
         value: int = struct.unpack(">i", self._take(4))[0]
         return value
 
-    def long(self) -> int:
-        value: int = struct.unpack(">q", self._take(8))[0]
+    def long(self) -> builtins.int:  # `int` is the method above in this class body
+        value: builtins.int = struct.unpack(">q", self._take(8))[0]
         return value
 
     def bool(self) -> bool:

@@ -13,6 +13,7 @@ import sys
 
 from controller.config import (
     ConfigError,
+    ControllerConfig,
     add_config_arguments,
     flags_from_args,
     load_config,
@@ -62,8 +63,9 @@ def _only_missing_zookeeper(error: ConfigError) -> bool:
 def run(args: argparse.Namespace) -> int:
     flags = flags_from_args(args)
     embedded = None
+    config: ControllerConfig | None
     try:
-        config = load_config(args.config, flags=flags)
+        loaded = load_config(args.config, flags=flags)
     except ConfigError as error:
         if args.validate_config or not args.embedded_zookeeper or not _only_missing_zookeeper(
             error
@@ -80,11 +82,13 @@ def run(args: argparse.Namespace) -> int:
         if args.embedded_zookeeper and not args.validate_config:
             print(
                 f"--embedded-zookeeper: zookeeper.connect is already set "
-                f"({config.zookeeper_connect}); drop one of them",
+                f"({loaded.zookeeper_connect}); drop one of them",
                 file=sys.stderr,
             )
             return 2
+        config = loaded
     if args.validate_config:
+        assert config is not None  # a config error returned above
         from controller.daemon import check_security_files
         from controller.security.acls import CredentialsError
         from controller.security.tls import TlsConfigError

@@ -133,8 +133,9 @@ def load_config(
             problems.append(ConfigProblem(
                 "config", s.name, f"required; set it in the config file, {s.env} or {s.flag}"))
 
+    file_name = os.fspath(config_file) if config_file is not None else ""
     overridden = {
-        name: os.fspath(config_file)
+        name: file_name
         for name, value in from_file.items()
         if sources[name].startswith("env ") and values[name] != value
     }

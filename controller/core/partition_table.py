@@ -22,7 +22,7 @@ Not thread-safe: owned by the context, which is event-thread only.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from controller.core.model import (
     LeaderAndIsr,
@@ -207,10 +207,11 @@ class PartitionTable:
             entry = PartitionEntry()
             self._topics[topic] = {0: parts, partition: entry}
             return entry
-        entry = parts.get(partition)  # type: ignore[union-attr]
-        if entry is None:
-            entry = parts[partition] = PartitionEntry()  # type: ignore[index]
-        return entry
+        by_partition = cast("dict[int, PartitionEntry]", parts)
+        found = by_partition.get(partition)
+        if found is None:
+            found = by_partition[partition] = PartitionEntry()
+        return found
 
     def _discard_if_empty(self, tp: TopicPartition, entry: PartitionEntry) -> None:
         if entry.is_empty():
@@ -236,9 +237,9 @@ class PartitionTable:
                 for p, entry in self._partitions(parts):
                     yield TopicPartition(t, p), entry
         else:
-            parts = self._topics.get(topic)
-            if parts is not None:
-                for p, entry in self._partitions(parts):
+            topic_parts = self._topics.get(topic)
+            if topic_parts is not None:
+                for p, entry in self._partitions(topic_parts):
                     yield TopicPartition(topic, p), entry
 
     def assignments(

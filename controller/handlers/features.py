@@ -131,6 +131,7 @@ class FeatureVersioning:
         none checked), and let brokers refused under the old levels in if they may fit."""
         if not self.ctl.is_active:
             return
+        finalized: dict[str, int] | None
         try:
             current = self.ctl.gateway.get_feature_znode(watch=True)
         except MalformedZnodeError as exc:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from controller.api.errors import Errors
+from controller.api.errors import Errors, wire_code
 from controller.api.v1 import controller_pb2
 from controller.channel.convert import alter_partition_partition_response
 from controller.core.alter_partition import (
@@ -179,7 +179,7 @@ class IsrChanges:
         request = event.request
         if not isinstance(request, controller_pb2.AlterPartitionRequest):
             event.reply.set_result(
-                controller_pb2.AlterPartitionResponse(error_code=Errors.INVALID_REQUEST)
+                controller_pb2.AlterPartitionResponse(error_code=wire_code(Errors.INVALID_REQUEST))
             )
             return
         ctx = ctl.context
@@ -193,7 +193,7 @@ class IsrChanges:
                 broker_epoch=request.broker_epoch,
                 cached_epoch=ctx.live_broker_id_and_epochs().get(request.broker_id),
             )
-            event.reply.set_result(controller_pb2.AlterPartitionResponse(error_code=error))
+            event.reply.set_result(controller_pb2.AlterPartitionResponse(error_code=wire_code(error)))
             return
         try:
             groups, successes = self._alter(request)
@@ -203,7 +203,7 @@ class IsrChanges:
             # Kafka's step 9: the broker gets a top-level error and retries.
             log.exception("error processing AlterPartition", broker_id=request.broker_id)
             event.reply.set_result(
-                controller_pb2.AlterPartitionResponse(error_code=Errors.UNKNOWN_SERVER_ERROR)
+                controller_pb2.AlterPartitionResponse(error_code=wire_code(Errors.UNKNOWN_SERVER_ERROR))
             )
             return
         event.reply.set_result(self._response(groups))
@@ -307,7 +307,7 @@ class IsrChanges:
 
     @staticmethod
     def _response(groups: list[_Group]) -> controller_pb2.AlterPartitionResponse:
-        response = controller_pb2.AlterPartitionResponse(error_code=Errors.NONE)
+        response = controller_pb2.AlterPartitionResponse(error_code=wire_code(Errors.NONE))
         for group in groups:
             topic = response.topics.add(topic_id=group.topic_id, topic_name=group.topic_name)
             for item in group.items:

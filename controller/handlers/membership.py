@@ -3,7 +3,7 @@ broker epoch, ``BrokerModifications``, and the start-up/failure callbacks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -26,12 +26,16 @@ if TYPE_CHECKING:
 log = structlog.get_logger("controller.membership")
 
 
+def _broker_modified(ctl: Controller, broker_id: int) -> Callable[[], None]:
+    return lambda: ctl.put(BrokerModifications(broker_id=broker_id))
+
+
 def register_broker_modifications_handlers(ctl: Controller, broker_ids: Iterable[int]) -> None:
     for broker_id in broker_ids:
         ctl.gateway.register_change_handler_and_check_existence(
             ZNodeChangeHandler(
                 paths.broker_path(broker_id),
-                on_data_change=lambda b=broker_id: ctl.put(BrokerModifications(broker_id=b)),
+                on_data_change=_broker_modified(ctl, broker_id),
             )
         )
 

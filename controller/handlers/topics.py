@@ -55,6 +55,8 @@ def process_topic_ids(ctl: Controller, assignments: Mapping[str, TopicAssignment
             else:
                 log.error("could not assign a topic id", topic=topic, error=str(result))
     for topic, a in with_ids.items():
+        if a.topic_id is None:  # never: both kinds above carry an id
+            continue
         try:
             ctx.add_topic_id(topic, a.topic_id)
         except ValueError as exc:

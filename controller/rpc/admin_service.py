@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from controller.api.errors import ApiError, Errors
+from controller.api.errors import ApiError, Errors, wire_code
 from controller.api.v1 import admin_pb2, admin_pb2_grpc
 from controller.core.events import (
     ApiPartitionReassignment,
@@ -48,7 +48,7 @@ def _partition_result(tp: TopicPartition, outcome: ApiError | None) -> admin_pb2
     return admin_pb2.PartitionResult(
         topic=tp.topic,
         partition=tp.partition,
-        error_code=int(outcome.error),
+        error_code=wire_code(outcome.error),
         error_message=str(outcome),
     )
 
@@ -121,7 +121,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         if election_type is None:
             # An enum value this server does not know must not silently become PREFERRED.
             return admin_pb2.ElectLeadersResponse(
-                error_code=Errors.INVALID_REQUEST,
+                error_code=wire_code(Errors.INVALID_REQUEST),
                 error_message=f"unknown election type {request.election_type} "
                 "(expected ELECTION_TYPE_PREFERRED or ELECTION_TYPE_UNCLEAN)",
             )
@@ -156,7 +156,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
                     admin_pb2.ElectionResult(
                         topic=tp.topic,
                         partition=tp.partition,
-                        error_code=int(result.error),
+                        error_code=wire_code(result.error),
                         error_message=str(result),
                         leader=-1,
                     )
@@ -166,7 +166,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
                     admin_pb2.ElectionResult(
                         topic=tp.topic,
                         partition=tp.partition,
-                        error_code=Errors.NONE,
+                        error_code=wire_code(Errors.NONE),
                         leader=result,
                     )
                 )
@@ -192,7 +192,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
                 admin_pb2.UpdatableFeatureResult(feature=name)
                 if result is None
                 else admin_pb2.UpdatableFeatureResult(
-                    feature=name, error_code=int(result.error), error_message=str(result)
+                    feature=name, error_code=wire_code(result.error), error_message=str(result)
                 )
                 for name, result in sorted(outcome.items())
             ]

@@ -16,7 +16,9 @@ from controller.api.errors import (
     error_for_exception,
     set_controller_hint,
     set_resend_marker,
+    wire_code,
 )
+from controller.api.v1 import common_pb2
 from controller.core.events import NotControllerError, ReplyingEvent
 
 if TYPE_CHECKING:
@@ -142,7 +144,9 @@ def _queue_and_wait(
         ) from None
 
 
-def error_code(ctl: Controller, exc: BaseException, context: grpc.ServicerContext, rpc: str) -> int:
+def error_code(
+    ctl: Controller, exc: BaseException, context: grpc.ServicerContext, rpc: str
+) -> common_pb2.ErrorCode:
     """The response error code for ``exc``; NOT_CONTROLLER also names the active controller
     (never this node). An ``RpcStatus`` ends the RPC with its status instead
     (``context.abort`` raises)."""
@@ -158,4 +162,4 @@ def error_code(ctl: Controller, exc: BaseException, context: grpc.ServicerContex
             set_controller_hint(context, ctl.active_controller_id)
     elif code == Errors.UNKNOWN_SERVER_ERROR:
         log.error("controller RPC failed", rpc=rpc, error=str(exc))
-    return int(code)
+    return wire_code(int(code))

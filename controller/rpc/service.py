@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from controller.api.errors import Errors
+from controller.api.errors import Errors, wire_code
 from controller.api.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 from controller.core.events import AllocateProducerIds, AlterPartitionReceived, ControlledShutdown
 from controller.rpc.calls import UNBOUNDED, WaitingSlots, await_reply, error_code
@@ -36,7 +36,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
                 error_code=error_code(self._ctl, exc, context, "ControlledShutdown")
             )
         return controller_pb2.ControlledShutdownResponse(
-            error_code=Errors.NONE,
+            error_code=wire_code(Errors.NONE),
             remaining_partitions=[
                 common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition)
                 for tp in sorted(remaining)
@@ -65,7 +65,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
                 error_code=error_code(self._ctl, exc, context, "AllocateProducerIds")
             )
         return controller_pb2.AllocateProducerIdsResponse(
-            error_code=Errors.NONE,
+            error_code=wire_code(Errors.NONE),
             producer_id_start=block.block_start,
             producer_id_len=block.size,
         )

@@ -381,9 +381,8 @@ class ReloadingChannel(grpc.Channel):
     def __enter__(self) -> ReloadingChannel:
         return self
 
-    def __exit__(self, *exc_info: object) -> bool:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
-        return False
 
 
 class ChannelOpener:

@@ -1,3 +1,5 @@
+# mypy: disable-error-code="misc"
+# A mixin of World whose methods take `self: World`, which mypy allows only for a supertype.
 """Admin operations that land in the middle of a controller's event (a mixin of ``World``).
 
 An admin tool writes to ZooKeeper whenever it likes, including between two ZooKeeper calls of

@@ -138,16 +138,22 @@ def quiet_cluster_violations(
                 )
             )
         info = ctx.partition_leadership_info(tp)
-        cached = None
+        cached_leadership: tuple[object, ...] | None = None
         if info is not None:
             lai = info.leader_and_isr
-            cached = (lai.leader, lai.leader_epoch, tuple(lai.isr), lai.partition_epoch)
-        if cached != (leader, leader_epoch, isr, version):
+            cached_leadership = (
+                lai.leader,
+                lai.leader_epoch,
+                tuple(lai.isr),
+                lai.partition_epoch,
+            )
+        if cached_leadership != (leader, leader_epoch, isr, version):
             out.append(
                 Violation(
                     CACHE_COHERENT,
                     f"{tp}: controller {active[0].cid} caches (leader, leader epoch, ISR, "
-                    f"zkVersion) {cached}, ZooKeeper has {(leader, leader_epoch, isr, version)}",
+                    f"zkVersion) {cached_leadership}, ZooKeeper has "
+                    f"{(leader, leader_epoch, isr, version)}",
                 )
             )
         if leader < 0:

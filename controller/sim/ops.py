@@ -1,3 +1,5 @@
+# mypy: disable-error-code="misc"
+# A mixin of World whose methods take `self: World`, which mypy allows only for a supertype.
 """Operations and faults applied to a simulated cluster (a mixin of ``World``).
 
 Each ``op_*`` method is one thing somebody does to the cluster: an admin tool (topics,
@@ -477,6 +479,7 @@ def random_op(world: World) -> tuple[str, dict[str, Any]]:
     rng = world.rng
     names = list(WEIGHTS)
     name = rng.choices(names, weights=[WEIGHTS[n] for n in names])[0]
+    args: dict[str, Any]
     brokers = sorted(world.brokers)
     controllers = sorted(world.controllers)
     topics = world._topics()
@@ -501,7 +504,7 @@ def random_op(world: World) -> tuple[str, dict[str, Any]]:
         return name, {"unclean": rng.random() < 0.5}
     if name in ("reassign", "cancel_reassignment"):
         tp = rng.choice(partitions)
-        args: dict[str, Any] = {"topic": tp.topic, "partition": tp.partition}
+        args = {"topic": tp.topic, "partition": tp.partition}
         if name == "reassign":
             args["target"] = tuple(rng.sample(brokers, rng.randint(1, min(3, len(brokers)))))
             args["via_zk"] = rng.random() < 0.5
@@ -531,11 +534,11 @@ def random_op(world: World) -> tuple[str, dict[str, Any]]:
     if name == "lose_answers":
         return name, {"broker": rng.choice(brokers), "count": rng.randint(1, 3)}
     if name.endswith("_broker") or name in ("controlled_shutdown", "allocate_producer_ids"):
-        args = {"broker": rng.choice(brokers)}  # type: ignore[no-redef]
+        args = {"broker": rng.choice(brokers)}
         if name == "pause_broker":
             args["seconds"] = rng.uniform(0.1, 3.0)
         return name, args
-    args: dict[str, Any] = {"controller": rng.choice(controllers)}
+    args = {"controller": rng.choice(controllers)}
     if name == "disconnect_controller":
         args["seconds"] = rng.uniform(0.05, world.config.session_timeout_s * 0.8)
     elif name == "stall_controller":

@@ -118,9 +118,9 @@ class World(Operations, AdminOperations):
     def __init__(self, seed: int, config: SimConfig | None = None) -> None:
         self.seed = seed
         self.config = config or SimConfig()
-        self.rng = random.Random(seed)
-        self._admin_rng = admin_rng(seed)  # mid-event admin operations (``admin_ops``)
-        self.admin_mid_event_on = True  # until ``heal``: admins stop acting, too
+        self.rng: random.Random = random.Random(seed)
+        self._admin_rng: random.Random = admin_rng(seed)  # mid-event admin ops (``admin_ops``)
+        self.admin_mid_event_on: bool = True  # until ``heal``: admins stop acting, too
         self.now = 0.0
         self.steps = 0
         self.trace: deque[str] = deque(maxlen=self.config.trace_limit)
@@ -230,7 +230,7 @@ class World(Operations, AdminOperations):
         self.state_change_logs.append(scl)
         ctl = Controller(
             self._controller_config(cid),
-            port,  # type: ignore[arg-type]
+            port,
             sc.channel,  # type: ignore[arg-type]
             state_change_log=StateChangeLog(scl, cid, clock_ns=lambda: int(self.now * 1e9)),
         )
@@ -293,7 +293,7 @@ class World(Operations, AdminOperations):
         acts: list[tuple[str, Action]] = []
         for queue in self._outbox.values():
             if queue:
-                acts.append(("zk", queue.popleft))
+                acts.append(("zk", partial(_deliver_next, queue)))
         reachable = self._reachable
         for sc in self.controllers.values():
             if sc is not exclude and sc.can_process(self.now):
@@ -319,11 +319,8 @@ class World(Operations, AdminOperations):
         if not acts:
             return False
         self.steps += 1
-        kind, action = acts[self.rng.randrange(len(acts))]
-        if kind == "zk":
-            action()()  # type: ignore[func-returns-value]  # popleft, then deliver
-        else:
-            action()
+        _, action = acts[self.rng.randrange(len(acts))]
+        action()
         return True
 
     def _run_reply(self) -> None:
@@ -467,3 +464,7 @@ class World(Operations, AdminOperations):
 
 
 __all__ = ["SimConfig", "SimController", "World"]
+
+
+def _deliver_next(queue: deque[Action]) -> None:
+    queue.popleft()()

@@ -50,7 +50,7 @@ class FastTransaction:
         return self.payload
 
     def deserialize(self, buffer: bytes, offset: int) -> list[Any]:
-        return Transaction.deserialize(buffer, offset)  # type: ignore[no-any-return]
+        return Transaction.deserialize(buffer, offset)
 
     def __repr__(self) -> str:  # kazoo logs requests at DEBUG
         return f"FastTransaction({len(self.payload)} bytes)"

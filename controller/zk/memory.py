@@ -42,11 +42,12 @@ Thread safety: one lock guards the whole model; callbacks never run under it.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import structlog
 
@@ -446,15 +447,12 @@ def _guarded(kind: str, callback: Callable[..., object], arg: object) -> None:
         log.exception("zk callback failed", kind=kind, callback=repr(callback))
 
 
-def _rebase(op: Op, path: str) -> Op:
+_OpT = TypeVar("_OpT", bound=Op)
+
+
+def _rebase(op: _OpT, path: str) -> _OpT:
     """The same op on an absolute path."""
-    if isinstance(op, Create):
-        return Create(path, op.data, ephemeral=op.ephemeral, sequential=op.sequential)
-    if isinstance(op, SetData):
-        return SetData(path, op.data, op.version)
-    if isinstance(op, Delete):
-        return Delete(path, op.version)
-    return Check(path, op.version)
+    return dataclasses.replace(op, path=path)
 
 
 def _depth_first(zk: MemoryZooKeeper, root: str) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 
 from controller.zk.errors import (
     BadVersionError,
@@ -116,7 +117,7 @@ class MemoryZkSession:
             return
         self._state = state
         for listener in list(self._listeners):
-            self._zk._post(lambda listener=listener: _guarded("listener", listener, state))
+            self._zk._post(partial(_guarded, "listener", listener, state))
 
     # -------------------------------------------------------------------- paths
 

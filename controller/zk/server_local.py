@@ -145,7 +145,11 @@ class LocalZooKeeper(_Managed):
             self._cleanup = weakref.finalize(self, shutil.rmtree, self._temp_dir, True)
             work_dir = self._temp_dir
         # Absolute: the JVM runs in work_dir, where relative paths would mean something else.
-        data = Path(data_dir) if data_dir is not None else Path(work_dir) / "data"
+        if data_dir is not None:
+            data = Path(data_dir)
+        else:
+            assert work_dir is not None  # the temporary directory above
+            data = Path(work_dir) / "data"
         self.data_dir = data.resolve()
         self.work_dir = Path(work_dir).resolve() if work_dir is not None else self.data_dir
         self.config_path = self.work_dir / "zoo.cfg"

@@ -58,9 +58,15 @@ class ZooKeeperPortInUseError(ZooKeeperStartError):
 class ZooKeeperHandle(Protocol):
     """What every tier offers: a connect string and a way to shut it down."""
 
-    tier: str
-    hosts: str  # "host:port[,host:port...]" without chroot
-    chroot: str  # "" unless ZK_CONNECT carried one
+    # Read-only: a tier may compute them (LocalZooKeeper's hosts is a property).
+    @property
+    def tier(self) -> str: ...
+
+    @property
+    def hosts(self) -> str: ...  # "host:port[,host:port...]" without chroot
+
+    @property
+    def chroot(self) -> str: ...  # "" unless ZK_CONNECT carried one
 
     def close(self) -> None: ...
 

@@ -231,14 +231,14 @@ class Machines:
             isr = [r for r in p.isr if r in live]
         elif p.unclean:
             leader = next((r for r in p.replicas if r in live), None)
-            election, isr = "offline_unclean", [leader]
+            election, isr = "offline_unclean", [] if leader is None else [leader]
         if leader is None:
             self._prec(
                 p, S.OFFLINE_PARTITION, S.ONLINE_PARTITION, "offline", event, S.RESULT_FAILED,
                 failed_election(p, "OfflinePartitionLeaderElection"),
             )
             return
-        p.leader, p.leader_epoch, p.isr = leader, p.leader_epoch + 1, isr  # type: ignore[assignment]
+        p.leader, p.leader_epoch, p.isr = leader, p.leader_epoch + 1, isr
         p.state = S.ONLINE_PARTITION
         self._prec(p, S.OFFLINE_PARTITION, S.ONLINE_PARTITION, election, event)
 

@@ -133,7 +133,7 @@ def int_field(
     bad(path, prefix + key, f"an integer in [{lo}, {hi}]", v)
 
 
-_EXPECTED = {str: "a string", dict: "a JSON object", list: "a JSON array"}
+_EXPECTED: dict[type, str] = {str: "a string", dict: "a JSON object", list: "a JSON array"}
 
 
 def typed_field(obj: Obj, key: str, path: str, kind: type[_T], prefix: str = "") -> _T:

@@ -258,9 +258,10 @@ def decode_config_change(data: bytes | None, path: str) -> tuple[str, str]:
             fail(path, "entity_path", f"must be '<type>/<name>', got {entity_path!r}")
         entity_type, _, name = entity_path.partition("/")
     else:
-        entity_type, name = obj.get("entity_type"), obj.get("entity_name")
-        if not isinstance(entity_type, str) or not isinstance(name, str):
+        raw_type, raw_name = obj.get("entity_type"), obj.get("entity_name")
+        if not isinstance(raw_type, str) or not isinstance(raw_name, str):
             fail(path, "entity_type", "version 1 needs string entity_type and entity_name")
+        entity_type, name = raw_type, raw_name
     if not entity_type or not name:
         fail(path, "entity_path", "empty entity type or name")
     # Only users/clients names nest ("u/clients/c"); a topic or broker name is read back
