@@ -283,7 +283,12 @@ def moving_partitions(port: ZkPort) -> dict[TopicPartition, ReplicaAssignment]:
     return out
 
 
-def registered_brokers(port: ZkPort) -> dict[int, Broker]:
+def registered_brokers(
+    port: ZkPort, unreadable: dict[int, str] | None = None
+) -> dict[int, Broker]:
+    """The readable registrations by id. An unreadable one is left out, as the controller
+    leaves it out (one bad znode must not stop every reassignment); its problem goes to
+    ``unreadable`` when given."""
     try:
         children = port.get_children(paths.BROKERS_IDS)
     except NoNodeError:
@@ -298,13 +303,22 @@ def registered_brokers(port: ZkPort) -> dict[int, Broker]:
         try:
             out[broker_id] = codecs.decode_broker(broker_id, read.data, read.path)
         except MalformedZnodeError as exc:
-            raise AdminError(f"cannot read broker {broker_id}: {exc}") from None
+            if unreadable is not None:
+                unreadable[broker_id] = f"cannot read broker {broker_id}: {exc}"
     return out
+
+
+def _refuse_unreadable(named: Iterable[int], unreadable: Mapping[int, str]) -> None:
+    for broker_id in sorted(set(named) & set(unreadable)):
+        raise AdminError(unreadable[broker_id])
 
 
 def check_brokers_registered(port: ZkPort, brokers: Iterable[int]) -> None:
     """Kafka's ``verifyBrokerIds``."""
-    registered = registered_brokers(port)
+    brokers = list(brokers)
+    unreadable: dict[int, str] = {}
+    registered = registered_brokers(port, unreadable)
+    _refuse_unreadable(brokers, unreadable)
     unknown = sorted(set(brokers) - set(registered))
     if unknown:
         raise UnknownBrokerError(
@@ -352,7 +366,9 @@ def generate_assignment(
     missing = sorted(set(topics) - set(assignments))
     if missing:
         raise UnknownPartitionError(f"topic(s) {', '.join(missing)} do not exist")
-    registered = registered_brokers(port)
+    unreadable: dict[int, str] = {}
+    registered = registered_brokers(port, unreadable)
+    _refuse_unreadable(broker_list, unreadable)
     unknown = [b for b in broker_list if b not in registered]
     if unknown:
         raise UnknownBrokerError(

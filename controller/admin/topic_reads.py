@@ -7,7 +7,7 @@ lookups below them (registered brokers, a topic's assignment) are also the check
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from controller.admin.topic_errors import CorruptMetadataError, InvalidTopicError, UnknownTopicError
@@ -136,12 +136,33 @@ def registered_brokers(port: ZkPort) -> list[BrokerInfo]:
     return out
 
 
-def live_brokers(port: ZkPort) -> list[Broker]:
+def live_brokers(port: ZkPort) -> tuple[list[Broker], dict[int, str]]:
+    """The readable registrations, and the unreadable ones' problems by broker id. Like the
+    controller, the tools leave out a registration they cannot read rather than refuse to
+    create or grow any topic until it is repaired."""
     infos = registered_brokers(port)
-    bad = [i for i in infos if i.broker is None]
-    if bad:
-        raise CorruptMetadataError(bad[0].error or f"broker {bad[0].id}: unreadable registration")
-    return [i.broker for i in infos if i.broker is not None]
+    unreadable = {
+        i.id: i.error or f"broker {i.id}: unreadable registration"
+        for i in infos
+        if i.broker is None
+    }
+    return [i.broker for i in infos if i.broker is not None], unreadable
+
+
+def check_readable(named: Iterable[object], unreadable: Mapping[int, str]) -> None:
+    """Refuse a broker the operator named whose registration cannot be read (anything that
+    is not a broker id is left to the assignment's validation)."""
+    for broker_id in named:
+        if type(broker_id) is int and broker_id in unreadable:
+            raise CorruptMetadataError(unreadable[broker_id])
+
+
+def left_out(unreadable: Mapping[int, str]) -> tuple[str, ...]:
+    """One warning per unreadable registration."""
+    return tuple(
+        f"broker {b} left out (its registration is unreadable): {unreadable[b]}"
+        for b in sorted(unreadable)
+    )
 
 
 def read_assignment(port: ZkPort, name: str) -> tuple[TopicAssignment, int]:

@@ -50,9 +50,11 @@ from controller.admin.topic_reads import (
     PartitionDescription,
     TopicDescription,
     TopicListing,
+    check_readable,
     children,
     describe_topics,
     existing_topic_path,
+    left_out,
     list_brokers,
     list_topics,
     live_brokers,
@@ -215,8 +217,10 @@ def create_topic(
             raise InvalidTopicError(
                 f"topic '{name}' collides with existing topic(s): {', '.join(colliding)}"
             )
-    brokers = live_brokers(port)
+    brokers, unreadable = live_brokers(port)
+    warnings += left_out(unreadable)
     if replica_assignment is not None:
+        check_readable((b for r in replica_assignment.values() for b in r), unreadable)
         assignment = validate_replica_assignment(replica_assignment, (b.id for b in brokers))
     else:
         assert partitions is not None and replication_factor is not None
@@ -325,8 +329,9 @@ def add_partitions(
     if not first:
         raise CorruptMetadataError(f"partition 0 of topic '{name}' has no replicas")
     _check_size_bound(name, new_total, len(first))
-    brokers = live_brokers(port)
+    brokers, unreadable = live_brokers(port)
     if replica_assignment is not None:
+        check_readable((b for r in replica_assignment.values() for b in r), unreadable)
         added = validate_replica_assignment(
             replica_assignment, (b.id for b in brokers),
             first_partition=existing, count=new_total - existing, expected_rf=len(first),
@@ -351,7 +356,9 @@ def add_partitions(
             f"({failure[1]}); nothing was written, run the command again"
         )
     full = {p: ra.replicas for p, ra in sorted(merged.items())}
-    return TopicChange(name, current.topic_id, full, tuple(sorted(added)))
+    return TopicChange(
+        name, current.topic_id, full, tuple(sorted(added)), warnings=left_out(unreadable)
+    )
 
 
 def delete_topic(port: ZkPort, name: str) -> None:

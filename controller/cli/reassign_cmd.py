@@ -324,7 +324,9 @@ def _set_throttle(
 
 def _clear_throttles(port: ZkPort, plan: Mapping[TopicPartition, Sequence[int]]) -> dict[str, Any]:
     """Kafka's clearAllThrottles, with its two lines on stdout."""
-    brokers = set(plans.registered_brokers(port)) | {b for r in plan.values() for b in r}
+    unreadable: dict[int, str] = {}  # their throttles are cleared too
+    brokers = set(plans.registered_brokers(port, unreadable)) | set(unreadable)
+    brokers |= {b for r in plan.values() for b in r}
     topics = {tp.topic for tp in plan}
     print(f"Clearing broker-level throttles on broker{_s(brokers)} "
           f"{','.join(str(b) for b in sorted(brokers))}")  # fmt: skip

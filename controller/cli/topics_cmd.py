@@ -438,9 +438,11 @@ def alter_command(args: argparse.Namespace) -> int:
             new_only = _new_partitions(
                 parse_replica_assignment(args.replica_assignment), current, args.partitions
             )
-        admin.add_partitions(
+        result = admin.add_partitions(
             port, args.name, args.partitions, new_only, rack_aware_mode=_rack_mode(args)
         )
+        for warning in result.warnings:
+            print(f"WARNING: {warning}", file=sys.stderr)
         print(KEYED_WARNING, file=sys.stderr)
         print("Adding partitions succeeded!")
         return 0

@@ -24,6 +24,7 @@ import pytest
 from controller.admin import configs, reassignment
 from controller.admin import topics as admin
 from controller.admin.assignment import (
+    AdminError,
     IncompleteRackInfoError,
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
@@ -773,3 +774,50 @@ def test_cli_connection_errors(zk_server: Any, free_port: Callable[[], int]) -> 
         f"could not connect to ZooKeeper at zk.invalid:2181,{unreachable} within 1.5s "
         "(cannot resolve zk.invalid)",
     )  # fmt: skip
+
+
+# --- an unreadable broker registration ----------------------------------------
+
+BAD_REGISTRATION = b'{"version":5,"host":"h","port":"x"}'
+
+
+def test_an_unreadable_registration_is_left_out_not_fatal(port: KazooPort) -> None:
+    # The controller ignores a registration it cannot read; the tools must not refuse every
+    # topic until it is repaired, only a request that names that broker.
+    brokers(port, 0, 1, 2)
+    port.create(paths.broker_path(7), BAD_REGISTRATION)
+    created = admin.create_topic(port, "auto", 6, 3)
+    assert {b for r in created.assignment.values() for b in r} == {0, 1, 2}
+    (warning,) = created.warnings
+    assert warning.startswith("broker 7 left out") and "/brokers/ids/7" in warning
+    manual = admin.create_topic(port, "manual", replica_assignment={0: [0, 1]})
+    assert manual.assignment == {0: (0, 1)}
+    grown = admin.add_partitions(port, "auto", 8)
+    assert grown.added == (6, 7)
+    assert {b for p in (6, 7) for b in grown.assignment[p]} <= {0, 1, 2}
+    assert any("/brokers/ids/7" in w for w in grown.warnings)
+    refused(
+        port,
+        admin.CorruptMetadataError,
+        "/brokers/ids/7",
+        lambda: admin.create_topic(port, "named", replica_assignment={0: [0, 7]}),
+    )
+    refused(
+        port,
+        admin.CorruptMetadataError,
+        "/brokers/ids/7",
+        lambda: admin.add_partitions(port, "manual", 2, {1: [7, 0]}),
+    )
+
+
+def test_reassignment_tools_leave_an_unreadable_registration_out(port: KazooPort) -> None:
+    brokers(port, 0, 1, 2)
+    port.create(paths.broker_path(7), BAD_REGISTRATION)
+    admin.create_topic(port, "t", replica_assignment={0: [0, 1]})
+    reassignment.check_brokers_registered(port, [1, 2])
+    _, proposed = reassignment.generate_assignment(port, ["t"], [1, 2], rack_aware=False)
+    assert {b for r in proposed.values() for b in r} <= {1, 2}
+    with pytest.raises(AdminError, match="cannot read broker 7"):
+        reassignment.check_brokers_registered(port, [1, 7])
+    with pytest.raises(AdminError, match="cannot read broker 7"):
+        reassignment.generate_assignment(port, ["t"], [1, 7], rack_aware=False)
