@@ -278,7 +278,10 @@ class Controller:
                 "controller moved to another node", controller_event=event.name, reason=str(exc)
             )
             self._fail_reply(event, exc)
+            was_active = self.is_active
             self.election.maybe_resign()
+            if was_active and self.is_active:
+                self.election.resign_after_foreign_epoch_write()
         except (SessionExpiredError, ConnectionLossError) as exc:
             # Our ZooKeeper session went away mid-event: this node cannot finish the request
             # and is about to resign, so the caller should retry on whoever is active next.

@@ -233,6 +233,25 @@ class ControllerElection:
         if was_active and not ctl.is_active:
             self.on_controller_resignation()
 
+    def resign_after_foreign_epoch_write(self) -> None:
+        """A fenced write failed, yet ``/controller`` still names this controller: no election
+        moved ``/controller_epoch`` (elections write both at once), someone wrote it by hand.
+        Kafka's controller stays active and every later write fails; here it resigns and
+        gives ``/controller`` up, so that the election that follows reads the epoch again (an
+        unreadable one is retried every 2 s until repaired)."""
+        ctl = self.ctl
+        log.error(
+            "the controller epoch znode changed under the active controller, which /controller "
+            "still names (written by hand?): resigning and giving up /controller for an election",
+            path=paths.CONTROLLER_EPOCH,
+            epoch=ctl.context.epoch,
+            epoch_zk_version=ctl.context.epoch_zk_version,
+        )
+        ctl.active_controller_id = -1
+        self.on_controller_resignation()
+        if not ctl.gateway.delete_own_controller():
+            log.warning("/controller was no longer this controller's; not deleted")
+
     def trigger_controller_move(self) -> None:
         ctl = self.ctl
         ctl.active_controller_id = self._read_active_controller_id()

@@ -252,6 +252,19 @@ class ZkGateway(AdminZnodes, ClusterZnodes, TopicZnodes):
         if isinstance(result, ZkError) and not isinstance(result, NoNodeError):
             raise result
 
+    def delete_own_controller(self) -> bool:
+        """Delete ``/controller`` if this session holds it, without the epoch fence: for a
+        controller still named there although ``/controller_epoch`` moved under it (written
+        by hand), so that an election reads the epoch afresh. False if it is not ours."""
+        stat = self.port.exists(paths.CONTROLLER)
+        if stat is None or stat.ephemeral_owner != self.port.session_id:
+            return False
+        try:
+            self.port.delete(paths.CONTROLLER, version=stat.version)
+        except (NoNodeError, BadVersionError):
+            return False
+        return True
+
     def ensure_persistent_paths(self) -> None:
         for path in paths.PERSISTENT_PATHS:
             self.port.ensure_path(path)

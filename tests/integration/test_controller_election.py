@@ -358,3 +358,29 @@ def test_malformed_controller_epoch_is_reported_and_recovered(zk, processes):
     assert controller_in_zk(zk) == (1, 6)
     registration = json.loads(zk.get("/controller")[0])
     assert registration["version"] == 2 and registration["kraftControllerEpoch"] == -1
+
+
+def test_a_hand_written_controller_epoch_makes_the_active_controller_resign_and_re_elect(
+    zk, processes
+):
+    # /controller still names c1, but /controller_epoch's version moved (same value written
+    # back by hand): every fenced write fails. Kafka's controller stays active and stuck.
+    c1 = processes(1)
+    c1.wait_serving()
+    wait_until(lambda: c1.active() == 1.0, timeout=15, what="c1 elected")
+    _, epoch = controller_in_zk(zk)
+    zk.set("/controller_epoch", str(epoch).encode())
+    # A topic without an id: the controller gives it one with a fenced write.
+    zk.create("/brokers/topics/t", b'{"version":2,"partitions":{"0":[1]}}', makepath=True)
+    wait_until(
+        lambda: controller_in_zk(zk) == (1, epoch + 1),
+        timeout=20,
+        what="c1 resigned and elected again with the next epoch",
+    )
+    wait_until(
+        lambda: "topic_id" in json.loads(zk.get("/brokers/topics/t")[0]),
+        timeout=15,
+        what="the topic id written under the new epoch",
+    )
+    assert "/controller_epoch" in c1.output()
+    assert c1.active() == 1.0
