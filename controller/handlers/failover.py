@@ -29,7 +29,7 @@ from controller.core.events import (
 )
 from controller.logs import bind_controller_context
 from controller.zk import paths
-from controller.zk.errors import ControllerMovedError, MalformedZnodeError, NoAuthError
+from controller.zk.errors import ControllerMovedError, MalformedZnodeError, NoAuthError, ZkError
 from controller.zk.watches import ZNodeChangeHandler, ZNodeChildChangeHandler
 
 if TYPE_CHECKING:
@@ -249,7 +249,17 @@ class ControllerElection:
         )
         ctl.active_controller_id = -1
         self.on_controller_resignation()
-        if not ctl.gateway.delete_own_controller():
+        try:
+            deleted = ctl.gateway.delete_own_controller()
+        except ZkError as exc:
+            # The resignation stands, but no election follows until this session ends.
+            log.error(
+                "could not give up /controller; delete it to start an election",
+                path=paths.CONTROLLER,
+                error=str(exc),
+            )
+            return
+        if not deleted:
             log.warning("/controller was no longer this controller's; not deleted")
 
     def trigger_controller_move(self) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from structlog.testing import capture_logs
 
 from controller.core.events import Reelect
 from controller.core.model import TopicPartition
@@ -247,3 +248,36 @@ def test_a_resigned_controller_keeps_no_broker_or_config_change_watch() -> None:
         makepath=True,
     )
     assert a.pending_events() == []
+
+
+def _stale_epoch_under_our_controller_node() -> ControllerHarness:
+    """An active controller whose /controller_epoch was written by hand: /controller is still
+    ours, every fenced write fails. A new topic without an id makes the next event write."""
+    h = ControllerHarness(controller_id=1)
+    h.register_broker(1)
+    h.start()
+    h.drain()
+    assert h.controller.is_active and h.ctx.epoch == 1
+    h.elect_rival()  # /controller_epoch: 2, /controller: still ours
+    h.create_topic("t", {0: [1]}, in_context=False)
+    return h
+
+
+def test_a_stale_epoch_under_our_controller_node_resigns_and_re_elects() -> None:
+    h = _stale_epoch_under_our_controller_node()
+    h.drain()
+    assert h.controller.is_active and h.ctx.epoch == 3  # the election read the epoch again
+    assert h.ctx.all_topics == {"t"} and h.ctx.topic_ids.get("t")
+
+
+def test_a_failed_give_up_of_our_controller_node_is_logged_and_resigned() -> None:
+    h = _stale_epoch_under_our_controller_node()
+    h.port.fail("delete", ConnectionLossError(), when=lambda path, *a: path == paths.CONTROLLER)
+    with capture_logs() as logs:
+        h.drain()
+    assert not h.controller.is_active
+    assert h.read(paths.CONTROLLER) is not None
+    assert any(
+        e["event"].startswith("could not give up /controller") and e["log_level"] == "error"
+        for e in logs
+    )
