@@ -31,6 +31,7 @@ from controller.admin.assignment import (
     assign_replicas_to_brokers,
     broker_metadatas,
 )
+from controller.admin.topic_reads import check_readable
 from controller.admin.writes import holds
 from controller.core.model import Broker, ReplicaAssignment, TopicAssignment, TopicPartition
 from controller.zk import codecs, paths
@@ -308,17 +309,12 @@ def registered_brokers(
     return out
 
 
-def _refuse_unreadable(named: Iterable[int], unreadable: Mapping[int, str]) -> None:
-    for broker_id in sorted(set(named) & set(unreadable)):
-        raise AdminError(unreadable[broker_id])
-
-
 def check_brokers_registered(port: ZkPort, brokers: Iterable[int]) -> None:
     """Kafka's ``verifyBrokerIds``."""
     brokers = list(brokers)
     unreadable: dict[int, str] = {}
     registered = registered_brokers(port, unreadable)
-    _refuse_unreadable(brokers, unreadable)
+    check_readable(sorted(brokers), unreadable)
     unknown = sorted(set(brokers) - set(registered))
     if unknown:
         raise UnknownBrokerError(
@@ -368,7 +364,7 @@ def generate_assignment(
         raise UnknownPartitionError(f"topic(s) {', '.join(missing)} do not exist")
     unreadable: dict[int, str] = {}
     registered = registered_brokers(port, unreadable)
-    _refuse_unreadable(broker_list, unreadable)
+    check_readable(sorted(broker_list), unreadable)
     unknown = [b for b in broker_list if b not in registered]
     if unknown:
         raise UnknownBrokerError(
