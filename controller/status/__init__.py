@@ -97,6 +97,7 @@ class ClusterStatus:
     feature_epoch: int | None = None
     features_error: str | None = None
     controller_error: str | None = None  # /controller exists but is unreadable
+    controller_epoch_error: str | None = None  # /controller_epoch exists but is unreadable
     # /controller written by a KRaft controller (a ZK->KRaft migration): its id, its
     # kraftControllerEpoch and whether the znode is persistent (no session ends it).
     kraft_controller: dict[str, Any] | None = None
@@ -214,12 +215,16 @@ def _kraft_controller(port: ZkPort, active: int | None) -> dict[str, Any] | None
     }
 
 
-def _epoch(port: ZkPort) -> int | None:
+def _epoch(port: ZkPort) -> tuple[int | None, str | None]:
+    """The controller epoch, or None with why when ``/controller_epoch`` is unreadable (None,
+    None: absent, as before the first election)."""
     try:
         data, _ = port.get(paths.CONTROLLER_EPOCH)
-        return codecs.decode_controller_epoch(data)
-    except (NoNodeError, MalformedZnodeError):
-        return None
+        return codecs.decode_controller_epoch(data), None
+    except NoNodeError:
+        return None, None
+    except MalformedZnodeError as exc:
+        return None, str(exc)
 
 
 REASSIGN_REQUEST_REMEDY = (
@@ -316,12 +321,14 @@ def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) ->
         active.kraft_controller_epoch = kraft["kraft_controller_epoch"]
     broker_default = describe_broker_default_config(port)
     requested, malformed_request = _reassignment_request(port)
+    epoch, epoch_error = _epoch(port)
     return ClusterStatus(
         time=time.time(),
         active_controller=cluster.controller_id,
         controller_error=cluster.controller_error,
         kraft_controller=kraft,
-        controller_epoch=_epoch(port),
+        controller_epoch=epoch,
+        controller_epoch_error=epoch_error,
         controllers=controllers,
         brokers=brokers,
         topics=len(topics),
@@ -411,7 +418,14 @@ def render(status: ClusterStatus, *, source: str = "") -> str:
     lines.append("")
     active = "none" if status.active_controller is None else str(status.active_controller)
     epoch = "-" if status.controller_epoch is None else str(status.controller_epoch)
+    if status.controller_epoch_error:
+        epoch = "unreadable"
     lines.append(f"Active controller: {active}   epoch: {epoch}")
+    if status.controller_epoch_error:
+        lines.append(
+            f"  /controller_epoch is unreadable: controller elections fail (retried every 2 s) "
+            f"until it holds a decimal epoch again: {status.controller_epoch_error}"
+        )
     if status.controller_error:
         lines.append(
             f"  /controller is unreadable, so no controller can be elected until it is "

@@ -298,6 +298,31 @@ def test_an_unreadable_controller_znode_is_shown_not_hidden(zk_connect: str) -> 
         client.stop()
 
 
+def test_an_unreadable_controller_epoch_is_shown_with_why(zk_connect: str) -> None:
+    """A malformed /controller_epoch fails every election; status names the znode and the
+    reason instead of a bare "-" (which means: no epoch yet)."""
+    from tests.support import kazoo
+
+    client = kazoo(zk_connect)
+    try:
+        out = status(zk_connect, "--once")
+        assert "epoch: -" in out.stdout and "/controller_epoch is unreadable" not in out.stdout
+        client.create("/controller_epoch", b"five", makepath=True)
+        out = status(zk_connect, "--once")
+        assert out.returncode == 0, out.stderr
+        assert "Active controller: none   epoch: unreadable" in out.stdout
+        assert "/controller_epoch is unreadable: controller elections fail" in out.stdout
+        doc = status_json(zk_connect)
+        assert doc["controller_epoch"] is None
+        assert "/controller_epoch" in doc["controller_epoch_error"]
+        assert "five" in doc["controller_epoch_error"]
+        client.set("/controller_epoch", b"7")
+        doc = status_json(zk_connect)
+        assert doc["controller_epoch"] == 7 and doc["controller_epoch_error"] is None
+    finally:
+        client.stop()
+
+
 def test_a_kraft_controller_holding_the_controller_znode_is_identified(
     cluster: Cluster,
 ) -> None:
