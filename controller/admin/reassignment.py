@@ -31,7 +31,7 @@ from controller.admin.assignment import (
     assign_replicas_to_brokers,
     broker_metadatas,
 )
-from controller.admin.topic_reads import check_readable
+from controller.admin.topic_reads import check_readable, live_brokers
 from controller.admin.writes import holds
 from controller.core.model import Broker, ReplicaAssignment, TopicAssignment, TopicPartition
 from controller.zk import codecs, paths
@@ -290,23 +290,10 @@ def registered_brokers(
     """The readable registrations by id. An unreadable one is left out, as the controller
     leaves it out (one bad znode must not stop every reassignment); its problem goes to
     ``unreadable`` when given."""
-    try:
-        children = port.get_children(paths.BROKERS_IDS)
-    except NoNodeError:
-        return {}
-    ids = sorted(int(c) for c in children if c.isdecimal())
-    out: dict[int, Broker] = {}
-    for broker_id, read in zip(
-        ids, port.get_many([paths.broker_path(i) for i in ids]), strict=True
-    ):
-        if read.error is not None:
-            continue  # deregistered since the listing
-        try:
-            out[broker_id] = codecs.decode_broker(broker_id, read.data, read.path)
-        except MalformedZnodeError as exc:
-            if unreadable is not None:
-                unreadable[broker_id] = f"cannot read broker {broker_id}: {exc}"
-    return out
+    brokers, problems = live_brokers(port)
+    if unreadable is not None:
+        unreadable.update({b: f"cannot read broker {b}: {p}" for b, p in problems.items()})
+    return {b.id: b for b in brokers}
 
 
 def check_brokers_registered(port: ZkPort, brokers: Iterable[int]) -> None:
