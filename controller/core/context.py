@@ -10,7 +10,7 @@ independent fields. Each may be absent on its own, e.g. ``remove_topic`` drops a
 leadership but, as in Kafka, leaves partition and replica states behind.
 
 Metric bookkeeping follows Kafka exactly (spec 3.1, pitfalls 15 and 16); see
-``put_partition_state`` and ``_has_preferred_leader``. Per-state counts are maintained
+``put_partition_state`` and ``rebalance.has_preferred_leader``. Per-state counts are maintained
 incrementally so metrics and ``status`` are O(1).
 """
 
@@ -35,6 +35,7 @@ from controller.core.model import (
     TopicPartition,
 )
 from controller.core.partition_table import PartitionTable
+from controller.core.rebalance import has_preferred_leader
 
 INITIAL_CONTROLLER_EPOCH = 0
 INITIAL_CONTROLLER_EPOCH_ZK_VERSION = 0
@@ -61,22 +62,8 @@ class _OnlineReplicas(Container[int]):
         )
 
 
-def _has_preferred_leader(assignment: ReplicaAssignment, info: LeaderIsrAndControllerEpoch) -> bool:
-    """Kafka's ``hasPreferredLeader``, including the reassignment quirk (pitfall 15).
-
-    When head(RS) is an *adding* replica, the partition counts as balanced while that replica is
-    NOT in the ISR. An empty RS counts as balanced (Kafka would throw on ``replicas.head``).
-    """
-    if not assignment.replicas:
-        return True
-    preferred = assignment.replicas[0]
-    if assignment.is_being_reassigned and preferred in assignment.adding_replicas:
-        return preferred not in info.leader_and_isr.isr
-    return info.leader_and_isr.leader == preferred
-
-
 def _imbalanced(assignment: ReplicaAssignment, info: LeaderIsrAndControllerEpoch) -> int:
-    return 0 if _has_preferred_leader(assignment, info) else 1
+    return 0 if has_preferred_leader(assignment, info) else 1
 
 
 class ControllerContext:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from controller.core.model import TopicPartition
+from controller.core.model import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,3 +96,17 @@ def rebalance_candidates(
     if not imbalance.exceeds(percentage):
         return []
     return [tp for tp in imbalance.not_preferred if eligible(tp)]
+
+
+def has_preferred_leader(assignment: ReplicaAssignment, info: LeaderIsrAndControllerEpoch) -> bool:
+    """Kafka's ``hasPreferredLeader``, including the reassignment quirk (pitfall 15).
+
+    When head(RS) is an *adding* replica, the partition counts as balanced while that replica is
+    NOT in the ISR. An empty RS counts as balanced (Kafka would throw on ``replicas.head``).
+    """
+    if not assignment.replicas:
+        return True
+    preferred = assignment.replicas[0]
+    if assignment.is_being_reassigned and preferred in assignment.adding_replicas:
+        return preferred not in info.leader_and_isr.isr
+    return info.leader_and_isr.leader == preferred

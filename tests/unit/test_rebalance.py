@@ -13,10 +13,17 @@ from structlog.testing import capture_logs
 
 from controller.channel.sender import RequestKind
 from controller.core.events import AutoPreferredReplicaLeaderElection
-from controller.core.model import PartitionState, TopicPartition
+from controller.core.model import (
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    PartitionState,
+    ReplicaAssignment,
+    TopicPartition,
+)
 from controller.core.rebalance import (
     BrokerImbalance,
     PartitionLeadership,
+    has_preferred_leader,
     imbalance_by_preferred_broker,
     imbalance_exceeds,
     rebalance_candidates,
@@ -268,3 +275,33 @@ def test_failover_does_not_schedule_when_disabled() -> None:
         assert AUTO_REBALANCE_TASK not in h.controller.scheduler.pending()
     finally:
         h.close()
+
+
+
+def _led(leader: int, isr: tuple[int, ...]) -> LeaderIsrAndControllerEpoch:
+    return LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, 0, isr), 1)
+
+
+@pytest.mark.parametrize(
+    ("assignment", "leader", "isr", "balanced"),
+    [
+        (ReplicaAssignment.of([1, 2, 3]), 1, (1, 2, 3), True),
+        (ReplicaAssignment.of([1, 2, 3]), 2, (1, 2, 3), False),
+        (ReplicaAssignment.of([1, 2, 3]), -1, (), False),
+        # No replicas: balanced (Kafka would throw on replicas.head).
+        (ReplicaAssignment.of([]), -1, (), True),
+        # head(RS) is an adding replica: balanced while it is NOT in the ISR (pitfall 15),
+        # whoever leads...
+        (ReplicaAssignment.of([4, 1, 2], adding=[4], removing=[2]), 1, (1, 2), True),
+        # ...and imbalanced once it is in the ISR, even while it leads (Kafka's literal rule:
+        # the reassignment's completion moves it out of the adding replicas).
+        (ReplicaAssignment.of([4, 1, 2], adding=[4], removing=[2]), 1, (1, 2, 4), False),
+        (ReplicaAssignment.of([4, 1, 2], adding=[4], removing=[2]), 4, (1, 2, 4), False),
+        # head(RS) not among the adding replicas: the plain rule.
+        (ReplicaAssignment.of([1, 4, 2], adding=[4], removing=[2]), 4, (1, 2, 4), False),
+    ],
+)
+def test_has_preferred_leader(
+    assignment: ReplicaAssignment, leader: int, isr: tuple[int, ...], balanced: bool
+) -> None:
+    assert has_preferred_leader(assignment, _led(leader, isr)) is balanced
