@@ -269,15 +269,24 @@ class PartitionReassignments(ReassignmentZnodes):
         cancels: AbstractSet[TopicPartition] = frozenset(),
     ) -> dict[TopicPartition, ApiError | None]:
         """Start (or cancel, for ``cancels``) each reassignment. A topic queued for deletion
-        takes no new reassignment; a cancel is allowed (Kafka refuses it too, but here a
-        deletion requested during a reassignment waits for it, so the cancel is the way to
-        let the deletion go ahead)."""
+        takes no new reassignment. A cancel is allowed while the deletion is held (Kafka
+        refuses it too, but here a deletion requested during a reassignment waits for it, so
+        the cancel is the way to let the deletion go ahead); once the deletion has started
+        it is refused as Kafka refuses it: the cancel would drop the adding replicas without
+        their brokers' StopReplica answers, and a down broker's copy would never be deleted."""
         ctx = self.ctl.context
         results: dict[TopicPartition, ApiError | None] = {}
         to_start: dict[TopicPartition, ReplicaAssignment] = {}
         for tp in sorted(reassignments):
-            if ctx.is_topic_queued_up_for_deletion(tp.topic) and tp not in cancels:
-                log.info("not reassigning a partition of a topic being deleted", partition=str(tp))
+            if ctx.is_topic_queued_up_for_deletion(tp.topic) and (
+                tp not in cancels or ctx.is_topic_deletion_in_progress(tp.topic)
+            ):
+                log.info(
+                    "not cancelling the reassignment of a partition of a topic being deleted"
+                    if tp in cancels
+                    else "not reassigning a partition of a topic being deleted",
+                    partition=str(tp),
+                )
                 results[tp] = ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, PARTITION_DOES_NOT_EXIST)
             elif not ctx.partition_replica_assignment(tp):
                 results[tp] = ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, PARTITION_DOES_NOT_EXIST)

@@ -643,6 +643,55 @@ def test_a_held_deletion_goes_ahead_once_its_reassignment_is_cancelled() -> None
     h.close()
 
 
+def test_a_cancel_is_refused_once_the_deletion_has_started() -> None:
+    """t-1's reassignment completes and lifts the hold, so t's deletion starts while t-0 is
+    still moving; broker 3 (t-0's adding replica) then dies before answering its StopReplica.
+    A cancel of t-0 now is refused, as Kafka refuses it: accepted, it dropped replica 3
+    without an answer and the topic was reported deleted while broker 3 still held t-0."""
+    from controller.core.events import PartitionReassignmentIsrChange
+
+    h = ControllerHarness(controller_id=5)
+    for b in (1, 2, 3, 4):
+        h.register_broker(b)
+    h.start()
+    h.create_topic("t", {0: [1, 2], 1: [1, 2]}, in_context=False)
+    h.drain()
+    assert _reassign(h, {T0: (1, 3), T1: (1, 4)}) == {T0: None, T1: None}
+    request_deletion(h)
+    assert h.ctx.topics_ineligible_for_deletion == {"t"}  # held: reassignments running
+    current = h.zk_state(T1)
+    assert current is not None
+    lai = current.leader_and_isr
+    h.write_partition_state(  # t-1's new replica catches up: its reassignment completes
+        T1,
+        LeaderIsrAndControllerEpoch(
+            LeaderAndIsr(lai.leader, lai.leader_epoch, (1, 2, 4)), current.controller_epoch
+        ),
+    )
+    h.put(PartitionReassignmentIsrChange(tp=T1))
+    h.drain()
+    assert h.ctx.is_topic_deletion_in_progress("t")
+    h.kill_broker(3)
+    h.drain()
+    refused = _reassign(h, {T0: None})[T0]
+    assert refused is not None and refused.error is Errors.UNKNOWN_TOPIC_OR_PARTITION
+    for r in list(h.channel.requests(kind=SR)):
+        if r.callback is not None and r.broker_id != 3:
+            r.respond()
+    h.drain()
+    # Broker 3 never answered for t-0: the deletion waits for it...
+    assert h.read(paths.topic_path("t")) is not None
+    assert h.ctx.topics_ineligible_for_deletion == {"t"}
+    # ...and is completed by it once it returns (Kafka's resumeDeletionForTopics).
+    h.channel.clear()
+    h.register_broker(3)
+    h.drain()
+    assert 3 in deletes(h)
+    _complete_deletion(h)
+    assert topic_gone(h)
+    h.close()
+
+
 def test_a_topic_re_created_after_a_deletion_mid_reassignment_can_be_deleted() -> None:
     """t-0 completes its reassignment (lifting the hold) and t is deleted while t-1 is
     still moving: nothing of the old topic may hold back the deletion of a new t."""
