@@ -77,6 +77,8 @@ def _is_version(text: str) -> bool:
     """Kafka's ``MetadataVersion.fromVersionString``: only the first segments count (three
     for "0.x" versions, two otherwise), so "3.6.1" is "3.6"."""
     segments = text.split(".")
+    while segments and not segments[-1]:
+        segments.pop()  # Java's String.split drops trailing empty strings: "3.6." stays whole
     wanted = 3 if text.startswith("0.") else 2
     key = text if wanted >= len(segments) else ".".join(segments[:wanted])
     return key in _VERSIONS

@@ -264,8 +264,11 @@ def test_refused_brokers_default_alters_write_nothing(
 @pytest.mark.parametrize(
     ("name", "good", "bad"),
     [
-        ("message.format.version", ["3.6", "2.8-IV1", "3.6.1", "0.10.2.1", "0.8.0"],
-         ["garbage", "3.9", "0.10.3", "2.8-IV7", ""]),
+        # Java's split drops trailing empty parts: "3.6." is looked up whole and refused,
+        # "3.6.1." is "3.6".
+        ("message.format.version", ["3.6", "2.8-IV1", "3.6.1", "0.10.2.1", "0.8.0", "3.6.1."],
+         ["garbage", "3.9", "0.10.3", "2.8-IV7", "", "3.6.", "3.6..", "2.8-IV1.", "0.10.0.",
+          "..."]),
         ("leader.replication.throttled.replicas", ["*", ",*", "0:1,1:2", "0:1 , 1:2", ""],
          ["garbage", "0:1,x", "1", "*,1:2"]),
         ("cleanup.policy", ["compact", "compact,delete", "delete , compact", ""],
