@@ -36,6 +36,7 @@ from controller.admin.topic_errors import (
 from controller.admin.writes import commit, missing_parents
 from controller.core.election import UNCLEAN_CONFIG
 from controller.zk import codecs, paths
+from controller.zk.codecs.key_order import java_properties_order, ordered
 from controller.zk.errors import BadVersionError, MalformedZnodeError, NodeExistsError, NoNodeError
 from controller.zk.port import Create, Op, ReadResult, SetData, ZkPort
 
@@ -90,6 +91,13 @@ def parse_config_list(text: str) -> dict[str, str]:
             raise InvalidConfigError(f"config {key!r} is given twice in {text!r}")
         configs[key] = value
     return configs
+
+
+def properties_order(configs: Mapping[str, str]) -> dict[str, str]:
+    """``configs`` in the iteration order of a ``java.util.Properties`` holding them: the
+    order in which Kafka's ConfigCommand adds its ``--add-config`` entries to a stored config
+    (the admin API's incremental alters add theirs in request order: ``add``'s own)."""
+    return ordered(configs, java_properties_order(configs))
 
 
 def parse_config_names(text: str) -> list[str]:
@@ -301,7 +309,8 @@ def _alter(
     missing_ok: bool = False,
 ) -> dict[str, str]:
     """Apply the change on a fresh read, guarded by the znode's version; ``missing_ok``:
-    deleting a config that is not set is no error, and no change writes nothing."""
+    deleting a config that is not set is no error, and no change writes nothing. The keys are
+    written in Kafka's order: the stored ones, then ``add`` in its order, less ``delete``."""
     notification = Create(
         paths.CONFIG_CHANGE_CREATE_PATH,
         codecs.encode_config_change(entity_type, entity),
@@ -326,7 +335,7 @@ def _alter(
         new = {k: v for k, v in current.items() if k not in delete} | add
         if entity_type == TOPICS:
             validate_topic_config_combination(new)  # on the result, as Kafka validates it
-        data = codecs.encode_topic_config(new)
+        data = codecs.encode_topic_config(new, inserted=[*current, *add])
         seen: set[str] = set()
         ops: list[Op] = (
             [*missing_parents(port, config_path, seen), Create(config_path, data)]

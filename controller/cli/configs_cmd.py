@@ -177,6 +177,7 @@ def alter_command(args: argparse.Namespace) -> int:
         delete = [name for text in args.delete_config for name in admin.parse_config_names(text)]
     except AdminError as exc:
         return fail(str(exc))
+    add = admin.properties_order(add)  # as ConfigCommand's Properties adds them
 
     def action(port: ZkPort) -> int:
         if args.entity_type == admin.BROKERS:

@@ -331,3 +331,41 @@ def test_a_create_refused_by_zookeeper_is_reported_as_such_not_retried() -> None
     with pytest.raises(NoAuthError):
         create_topic(NoAuthOnTopics(), "u", replica_assignment={0: [1]})  # type: ignore[arg-type]
     assert len(sent) == 1
+
+
+# Every topic config with a value Kafka takes.
+EVERY_TOPIC_CONFIG = {
+    "cleanup.policy": "delete", "compression.type": "producer", "delete.retention.ms": "1000",
+    "file.delete.delay.ms": "1000", "flush.messages": "1000", "flush.ms": "1000",
+    "follower.replication.throttled.replicas": "*", "index.interval.bytes": "4096",
+    "leader.replication.throttled.replicas": "*", "local.retention.bytes": "-2",
+    "local.retention.ms": "-2", "max.compaction.lag.ms": "1000000", "max.message.bytes": "100000",
+    "message.downconversion.enable": "true", "message.format.version": "3.0",
+    "message.timestamp.after.max.ms": "1000", "message.timestamp.before.max.ms": "1000",
+    "message.timestamp.difference.max.ms": "1000", "message.timestamp.type": "CreateTime",
+    "min.cleanable.dirty.ratio": "0.5", "min.compaction.lag.ms": "0", "min.insync.replicas": "1",
+    "preallocate": "false", "remote.storage.enable": "false", "retention.bytes": "-1",
+    "retention.ms": "1000", "segment.bytes": "1048576", "segment.index.bytes": "4096",
+    "segment.jitter.ms": "0", "segment.ms": "1000", "unclean.leader.election.enable": "false",
+}  # fmt: skip
+
+
+def test_the_cli_adds_configs_in_the_order_kafkas_config_command_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ConfigCommand parses --add-config into a Properties and copies that, in its iteration
+    order, into the stored config's Properties; with enough keys to grow the table twice, the
+    written order differs from one Properties filled in the order given."""
+    from controller.cli import configs_cmd
+    from controller.cli.main import build_parser
+    from controller.zk.codecs.key_order import java_properties_order
+
+    given = sorted(EVERY_TOPIC_CONFIG)
+    kafka = java_properties_order(java_properties_order(given))
+    assert kafka != java_properties_order(given)  # or the test could not fail
+    zk = zk_with_topic()
+    monkeypatch.setattr(configs_cmd, "run_admin", lambda args, action: action(zk))
+    text = ",".join(f"{k}={EVERY_TOPIC_CONFIG[k]}" for k in given)
+    argv = ["configs", "alter", "--entity-type", "topics", "--topic", "t", "--add-config", text]
+    assert configs_cmd.alter_command(build_parser().parse_args(argv)) == 0
+    assert list(stored(zk)) == kafka and stored(zk) == EVERY_TOPIC_CONFIG

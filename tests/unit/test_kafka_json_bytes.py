@@ -112,6 +112,45 @@ def test_config_znode_is_kafkas_bytes(case: dict[str, Any]) -> None:
     _matches_kafka(codecs.encode_topic_config(config), case)
 
 
+def _alter_id(case: dict[str, Any]) -> str:
+    stored = json.loads(case["stored"])["config"]
+    return f"{len(stored)}keys+{len(case['added'])}-{len(case['deleted'])}"
+
+
+@pytest.mark.parametrize("case", _load("config_alter"), ids=_alter_id)
+def test_an_altered_config_znode_is_kafkas_bytes(case: dict[str, Any]) -> None:
+    """Kafka decodes the stored znode into a Properties, sets the added keys, removes the
+    deleted ones and encodes that Properties: not the order of a fresh one."""
+    current = json.loads(case["stored"])["config"]
+    added = dict(case["added"])
+    new = {k: v for k, v in current.items() if k not in case["deleted"]} | added
+    _matches_kafka(codecs.encode_topic_config(new, inserted=[*current, *added]), case)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c in _load("config_alter") if not (c["added"] and c["deleted"])],
+    ids=_alter_id,
+)
+def test_the_admin_tools_alter_a_config_znode_as_kafka_does(case: dict[str, Any]) -> None:
+    """Through the tools' writes (the throttle changes of a reassignment): only additions or
+    only deletions, which is what those tools make."""
+    from controller.admin import configs
+    from controller.zk import paths
+    from controller.zk.memory import MemoryZooKeeper
+
+    zk = MemoryZooKeeper().open_session()
+    path = paths.config_entity_path("brokers", "1")
+    zk.create(path, case["stored"].encode(), makepath=True)
+    if case["added"]:
+        configs.alter_broker_config(zk, 1, dict(case["added"]))
+    elif case["deleted"]:
+        configs.remove_broker_configs(zk, 1, case["deleted"])
+    else:
+        return
+    _matches_kafka(zk.get(path)[0], case)
+
+
 def _tps(case: dict[str, Any]) -> list[TopicPartition]:
     return [TopicPartition(topic, partition) for topic, partition in case["partitions"]]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from controller.core.model import (
@@ -309,9 +309,15 @@ def decode_partition_state(
 # --- /config/topics/T (every /config/<type>/<entity> znode has this format) ---
 
 
-def encode_topic_config(config: Mapping[str, str]) -> bytes:
-    """Any entity's config znode. Kafka's config is a ``java.util.Properties``: its order."""
-    return dumps({"version": 1, "config": ordered(config, java_properties_order(config))})
+def encode_topic_config(config: Mapping[str, str], inserted: Iterable[str] | None = None) -> bytes:
+    """Any entity's config znode. Kafka's config is a ``java.util.Properties``: its order.
+
+    ``inserted``: the keys in the order Kafka put them into that Properties, when it is not
+    ``config``'s own. An altered config is the stored keys (in the znode's order), then the
+    added ones, and only then are deleted keys removed: a removal never shrinks the table, so
+    the other keys stay where a table sized for all of them put them."""
+    order = java_properties_order(config if inserted is None else inserted)
+    return dumps({"version": 1, "config": ordered(config, order)})
 
 
 def decode_topic_config(data: bytes | None, path: str) -> dict[str, str]:

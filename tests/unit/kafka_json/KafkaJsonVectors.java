@@ -202,6 +202,34 @@ public class KafkaJsonVectors {
     emit(line, j(imm("version", 1, "config", props)));
   }
 
+  // An altered config (ConfigCommand.alterConfigWithZk, ZkAdminManager.incrementalAlterConfigs):
+  // ConfigEntityZNode.decode reads the stored znode into a Properties in the document's order,
+  // the added keys are set in order, then the deleted keys removed, and the result encoded. A
+  // removal never shrinks the table, so the order is not that of a fresh Properties.
+  static void configAlter(List<String> stored, List<String> added, List<String> deleted)
+      throws Exception {
+    ObjectNode line = M.createObjectNode().put("kind", "config_alter");
+    Properties before = new Properties();
+    for (String k : stored) before.setProperty(k, Integer.toString(R.nextInt(100000)));
+    String storedBytes = M.writeValueAsString(j(imm("version", 1, "config", before)));
+    line.put("stored", storedBytes);
+    Properties props = new Properties();
+    M.readTree(storedBytes).get("config").fields()
+        .forEachRemaining(e -> props.setProperty(e.getKey(), e.getValue().asText()));
+    ArrayNode rows = line.putArray("added");
+    for (String k : added) {
+      String v = Integer.toString(R.nextInt(100000));
+      props.setProperty(k, v);
+      rows.addArray().add(k).add(v);
+    }
+    ArrayNode gone = line.putArray("deleted");
+    for (String k : deleted) {
+      props.remove(k);
+      gone.add(k);
+    }
+    emit(line, j(imm("version", 1, "config", props)));
+  }
+
   // Jackson's string escapes: control characters as \\u00XX (upper-case hex), no others.
   static void configValues(String... kv) throws Exception {
     ObjectNode line = M.createObjectNode().put("kind", "config");
@@ -370,6 +398,23 @@ public class KafkaJsonVectors {
       List<String> names = new ArrayList<>(Arrays.asList(CONFIG_NAMES));
       Collections.shuffle(names, R);
       config(names.subList(0, 1 + R.nextInt(names.size())));
+    }
+
+    // Altered configs: deletions across the table's growth at 12 and 24 keys, additions that
+    // grow it, and both at once (after every vector above, so their random draws are kept).
+    for (int c = 0; c < 40; c++) {
+      List<String> names = new ArrayList<>(Arrays.asList(CONFIG_NAMES));
+      Collections.shuffle(names, R);
+      int stored = c < 10 ? 12 + R.nextInt(3) : c < 20 ? 24 + R.nextInt(3) : R.nextInt(30);
+      int added = c < 20 ? R.nextInt(2) : R.nextInt(8);
+      List<String> storedKeys = names.subList(0, stored);
+      List<String> addedKeys = new ArrayList<>(names.subList(stored, stored + added));
+      if (c % 4 == 3 && stored > 0) addedKeys.add(storedKeys.get(R.nextInt(stored)));  // a new value
+      List<String> deleted = new ArrayList<>(storedKeys);
+      Collections.shuffle(deleted, R);
+      deleted = deleted.subList(0, Math.min(stored, c < 20 ? 1 + R.nextInt(8) : R.nextInt(4)));
+      deleted.removeAll(addedKeys);
+      configAlter(storedKeys, addedKeys, deleted);
     }
   }
 }
