@@ -109,12 +109,20 @@ class ReassignmentZnodes:
         )
         epoch_zk_version = self.ctl.context.epoch_zk_version
         if not remaining:
-            # Also deletes a malformed znode (it reads as empty), as Kafka does.
-            log.info(
-                "no more partitions to reassign through ZooKeeper; deleting the znode",
-                path=paths.REASSIGN_PARTITIONS,
-                removed=[str(tp) for tp in removed],
-            )
+            if request.malformed is not None:
+                # It reads as empty, so Kafka deletes it here too; say so, as its plan never ran.
+                log.warning(
+                    "deleting the malformed ZooKeeper reassignment request, none of which was "
+                    "run (as Kafka deletes it once another reassignment starts or completes)",
+                    path=paths.REASSIGN_PARTITIONS,
+                    error=request.malformed,
+                )
+            else:
+                log.info(
+                    "no more partitions to reassign through ZooKeeper; deleting the znode",
+                    path=paths.REASSIGN_PARTITIONS,
+                    removed=[str(tp) for tp in removed],
+                )
             gateway.delete_partition_reassignment(epoch_zk_version)
             # The watch is creation-only: re-arm it for the next request.
             self.ctl.put(ZkPartitionReassignment())

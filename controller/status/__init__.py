@@ -228,9 +228,10 @@ def _epoch(port: ZkPort) -> tuple[int | None, str | None]:
 
 
 REASSIGN_REQUEST_REMEDY = (
-    f"it must be deleted (e.g. zkCli.sh delete {paths.REASSIGN_PARTITIONS}, under the chroot "
-    "if any): the controller never acts on it nor removes it, and ZooKeeper submissions are "
-    "refused while it exists"
+    f"delete it (e.g. zkCli.sh delete {paths.REASSIGN_PARTITIONS}, under the chroot if any) "
+    "and submit the plan again: the controller never acts on it, ZooKeeper submissions are "
+    "refused while it exists, and it is only removed, unrun, when a reassignment submitted "
+    "through the API starts or completes (as Kafka removes it)"
 )
 
 

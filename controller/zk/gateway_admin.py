@@ -200,7 +200,7 @@ class AdminZnodes:
             return codecs.decode_reassignment_request(got[0], paths.REASSIGN_PARTITIONS)
         except MalformedZnodeError as exc:
             log.warning("ignoring malformed reassignment request", path=exc.path, error=exc.problem)
-            return codecs.ReassignmentRequest({}, {})
+            return codecs.ReassignmentRequest({}, {}, malformed=exc.problem)
 
     def get_partition_reassignment(self) -> dict[TopicPartition, tuple[int, ...]]:
         """The valid targets of ``/admin/reassign_partitions`` (invalid entries left out)."""

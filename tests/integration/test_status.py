@@ -395,13 +395,13 @@ def test_a_reassignment_request_the_controller_ignores_is_shown_malformed(
             "ignored by the controller)"
         ) in out.stdout
         assert "unknown field(s) ['log_dirs']" in out.stdout
-        assert "It must be deleted (e.g. zkCli.sh delete /admin/reassign_partitions" in out.stdout
+        assert "Delete it (e.g. zkCli.sh delete /admin/reassign_partitions" in out.stdout
         doc = status_json(zk_connect)
         assert doc["reassignment_requested"] is True
         bad = doc["reassignment_request_malformed"]
         assert "unknown field(s) ['log_dirs']" in bad["problem"]
         assert bad["ignored_by_controller"] is True
-        assert bad["remedy"].startswith("it must be deleted")
+        assert bad["remedy"].startswith("delete it")
         # An entry the controller fails alone (an empty replica list) leaves the rest of the
         # request to act on: pending, as the controller's own decoder reads it.
         client.set(

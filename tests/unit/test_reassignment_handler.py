@@ -334,6 +334,28 @@ def test_a_malformed_zk_request_is_ignored_and_left_in_place(h6: ControllerHarne
     assert rs_ar_rr(h) == ([4, 2, 3, 1], [4], [1])
 
 
+def test_a_malformed_zk_request_is_deleted_unrun_when_an_api_reassignment_starts(
+    h6: ControllerHarness,
+) -> None:
+    """It reads as empty, so Kafka's maybeRemoveFromZkReassignment deletes it when a
+    reassignment submitted through the API starts; the deletion is logged as a warning
+    naming the problem, since none of its plan ran."""
+    h = h6
+    plan = (
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],'
+        b'"log_dirs":[]}]}'
+    )
+    h.admin.create(paths.REASSIGN_PARTITIONS, plan, makepath=True)
+    h.drain()
+    assert h.read(paths.REASSIGN_PARTITIONS) == plan
+    with capture_logs() as logs:
+        assert reassign(h, {T0: (4, 2, 3)}) == {T0: None}
+    assert h.read(paths.REASSIGN_PARTITIONS) is None
+    [deleted] = [e for e in logs if "deleting the malformed" in e["event"]]
+    assert deleted["log_level"] == "warning" and "log_dirs" in deleted["error"]
+    assert rs_ar_rr(h) == ([4, 2, 3, 1], [4], [1])  # the API's reassignment, not the znode's
+
+
 @pytest.mark.parametrize(
     "request_data",
     [b'{"version":1,"partitions":[{"topic":', b'{"version":1,"partitions":[]}'],

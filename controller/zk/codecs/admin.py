@@ -89,6 +89,8 @@ class ReassignmentRequest:
     # Entries naming a partition that cannot exist (a topic name no znode can have, a
     # negative partition id): Kafka decodes them and fails each as unknown.
     unknown: dict[TopicPartition, str] = field(default_factory=dict)
+    # Set when the znode as a whole is malformed (read as empty, as Kafka reads it): why.
+    malformed: str | None = None
 
 
 def decode_reassignment_request(
