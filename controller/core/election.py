@@ -30,9 +30,20 @@ UNCLEAN_CONFIG: Final = "unclean.leader.election.enable"
 
 
 def unclean_enabled(config: dict[str, str], default: bool) -> bool:
-    """The effective setting: the topic override (``"true"`` in any case), else the default."""
+    """The effective setting: the topic override (``"true"`` in any case), else the default.
+    A value that is neither true nor false reads as false (see ``invalid_unclean_value``)."""
     value = config.get(UNCLEAN_CONFIG)
     return default if value is None else value.strip().lower() == "true"
+
+
+def invalid_unclean_value(config: dict[str, str]) -> str | None:
+    """The topic's ``unclean.leader.election.enable`` when Kafka's boolean parser would refuse
+    it (anything but true or false, in any case, around blanks), else None. Kafka fails the
+    elections that read it; here it reads as false, the same outcome, and is reported."""
+    value = config.get(UNCLEAN_CONFIG)
+    if value is None or value.strip().lower() in ("true", "false"):
+        return None
+    return value
 
 # --------------------------------------------------------------------------------------------
 # Algorithms (spec 3.3). Each returns the chosen leader or None.

@@ -24,6 +24,7 @@ from controller.core.election import (
     PreferredReplicaPartitionLeaderElectionStrategy,
     ReassignPartitionLeaderElectionStrategy,
     election_kind,
+    invalid_unclean_value,
     leader_for_controlled_shutdown,
     leader_for_offline,
     leader_for_preferred,
@@ -407,6 +408,14 @@ class PartitionStateMachine:
                         failed[tp] = config
                     continue
                 enabled = unclean_enabled(config or {}, default)
+                invalid = invalid_unclean_value(config or {})
+                if invalid is not None:
+                    log.warning(
+                        "the topic's unclean.leader.election.enable is neither true nor false; "
+                        "read as false, so its offline partitions elect no leader outside the ISR",
+                        topic=topic,
+                        value=invalid,
+                    )
                 for tp in tps:
                     out[tp] = enabled
         return out

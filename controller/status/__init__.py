@@ -23,7 +23,7 @@ from controller.admin.assignment import AdminError
 from controller.admin.configs import describe_broker_default_config
 from controller.admin.features import ClusterFeatures, describe_features
 from controller.admin.topics import TopicDescription, describe_topics, list_brokers
-from controller.core.election import UNCLEAN_CONFIG
+from controller.core.election import UNCLEAN_CONFIG, invalid_unclean_value
 from controller.zk import codecs, paths
 from controller.zk.endpoints import CLIENT_AUTH_REQUIRED, SSL, decode_controller_endpoint
 from controller.zk.errors import MalformedZnodeError, NoNodeError
@@ -397,7 +397,11 @@ def _unclean_line(status: ClusterStatus) -> str:
         default = "not set (each controller's own setting)"
     else:
         default = status.unclean_default
-    topics = [f"{t}={v}" for t, v in sorted(status.unclean_topics.items())]
+    topics = [
+        f"{t}={v}" if invalid_unclean_value({UNCLEAN_CONFIG: v}) is None
+        else f"{t}={v!r} (invalid: read as false)"
+        for t, v in sorted(status.unclean_topics.items())
+    ]  # fmt: skip
     return (
         f"Unclean leader election: brokers' default {default}; "
         f"topics setting it: {_names(topics) if topics else 'none'}"

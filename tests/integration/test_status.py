@@ -208,6 +208,14 @@ def test_status_shows_where_unclean_elections_are_allowed(cluster: Cluster) -> N
         "Unclean leader election: brokers' default false; topics setting it: t=true, u=false"
         in text
     )
+    # A value the tools refuse, written by hand: shown as what the controller makes of it.
+    with admin_session(cluster.connect, 10_000) as port:
+        port.set(
+            paths.topic_config_path("u"),
+            b'{"version":1,"config":{"unclean.leader.election.enable":"yes"}}',
+        )
+    text = status(cluster.connect, "--once").stdout
+    assert "topics setting it: t=true, u='yes' (invalid: read as false)" in text
 
 
 def test_status_shows_finalized_features_and_the_brokers_kept_out(cluster: Cluster) -> None:

@@ -301,6 +301,32 @@ def test_unreadable_topic_config_fails_an_election_that_needs_it(h: ControllerHa
     assert h.ctx.partition_state(TP) is Offline
 
 
+@pytest.mark.parametrize(("value", "warned"), [("yes", True), (" TRUE ", False), ("false", False)])
+def test_an_invalid_unclean_setting_reads_as_false_and_is_reported(
+    h: ControllerHarness, value: str, warned: bool
+) -> None:
+    """Kafka's boolean parser refuses "yes" and fails the election; here it reads as false
+    (no unclean election either) with a warning naming the topic and the value."""
+    from structlog.testing import capture_logs
+
+    h.set_live_brokers([BROKER])
+    h.create_topic("t", {0: [6, BROKER]})
+    config = codecs.encode_topic_config({"unclean.leader.election.enable": value})
+    h.admin.create(paths.topic_config_path("t"), config, makepath=True)
+    h.ctx.put_partition_state(TP, Offline)
+    h.set_leadership(TP, 6, [6])
+
+    with capture_logs() as logs:
+        results = h.psm.handle_state_changes([TP], Online, OFFLINE_STRATEGY)
+
+    elected = not isinstance(results[TP], Exception)
+    assert elected is (value.strip().lower() == "true")
+    warnings = [e for e in logs if "neither true nor false" in e["event"]]
+    assert len(warnings) == warned
+    if warned:
+        assert (warnings[0]["topic"], warnings[0]["value"]) == ("t", value)
+
+
 def test_startup_classifies_partitions_then_brings_them_online(h: ControllerHarness) -> None:
     online, offline, new = (TopicPartition("t", p) for p in range(3))
     h.set_live_brokers([5, 6])
