@@ -59,9 +59,14 @@ class BrokerResponses:
         offline: set[TopicPartition] = set()
         online: set[TopicPartition] = set()
         strangers: list[TopicPartition] = []
+        refused: dict[int, list[TopicPartition]] = {}
         for tp, code in event.partition_errors.items():
             if code not in (Errors.KAFKA_STORAGE_ERROR, Errors.NONE):
-                continue  # e.g. STALE_CONTROLLER_EPOCH for a state the broker already had
+                # STALE_CONTROLLER_EPOCH: a state the broker already had (a resend). Kafka
+                # ignores the others silently; they can leave a replica out for good.
+                if code != Errors.STALE_CONTROLLER_EPOCH:
+                    refused.setdefault(int(code), []).append(tp)
+                continue
             if event.broker_id not in ctx.partition_replica_assignment(tp):
                 # The partition was deleted or moved off this broker since the request left.
                 strangers.append(tp)
@@ -69,6 +74,8 @@ class BrokerResponses:
                 offline.add(tp)
             else:
                 online.add(tp)
+        if refused:
+            self._log_refused(event.broker_id, refused)
         if strangers:
             log.info(
                 "ignoring LeaderAndIsr results for partitions the broker no longer hosts",
@@ -89,6 +96,24 @@ class BrokerResponses:
             )
             on_replicas_become_offline(
                 ctl, [PartitionAndReplica(tp, event.broker_id) for tp in sorted(newly_offline)]
+            )
+
+    @staticmethod
+    def _log_refused(broker_id: int, refused: dict[int, list[TopicPartition]]) -> None:
+        for code, tps in sorted(refused.items()):
+            log.warning(
+                "broker refused LeaderAndIsr for partitions"
+                + (
+                    ": it holds a replica of an earlier topic of that name (a deletion it "
+                    "missed) and will not follow the new one until that log is removed, "
+                    "e.g. by restarting the broker"
+                    if code == Errors.INCONSISTENT_TOPIC_ID
+                    else ""
+                ),
+                broker_id=broker_id,
+                error=error_name(code),
+                count=len(tps),
+                partitions=log_sample(sorted(tps)),
             )
 
     def process_update_metadata_response(self, event: UpdateMetadataResponseReceived) -> None:

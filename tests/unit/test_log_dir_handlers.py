@@ -74,6 +74,26 @@ def test_none_takes_a_replica_off_the_failed_list(h):
     assert h.zxid == zxid  # nothing newly offline: no transition
 
 
+def test_other_partition_refusals_are_logged_by_error_and_change_nothing(h):
+    """Kafka ignores them silently; INCONSISTENT_TOPIC_ID (a replica of an earlier topic of
+    that name) keeps the broker out of the ISR for good, so the controller says so.
+    STALE_CONTROLLER_EPOCH is an already applied state (a resend): not logged."""
+    from structlog.testing import capture_logs
+
+    zxid = h.zxid
+    with capture_logs() as logs:
+        respond(h, 2, {T0: Errors.INCONSISTENT_TOPIC_ID, T1: Errors.STALE_CONTROLLER_EPOCH})
+        respond(h, 3, {T0: Errors.UNKNOWN_TOPIC_OR_PARTITION, T1: Errors.NONE})
+    assert h.zxid == zxid and not any(h.ctx.replicas_on_offline_dirs.values())
+    refused = [e for e in logs if e["event"].startswith("broker refused LeaderAndIsr")]
+    assert [(e["broker_id"], e["error"], e["partitions"]) for e in refused] == [
+        (2, "INCONSISTENT_TOPIC_ID", ["t-0"]),
+        (3, "UNKNOWN_TOPIC_OR_PARTITION", ["t-0"]),
+    ]
+    assert "earlier topic of that name" in refused[0]["event"]
+    assert all(e["log_level"] == "warning" for e in refused)
+
+
 @pytest.mark.parametrize(
     ("broker_id", "errors", "error"),
     [
