@@ -261,7 +261,11 @@ class ZkGateway(AdminZnodes, ClusterZnodes, TopicZnodes):
             return False
         try:
             self.port.delete(paths.CONTROLLER, version=stat.version)
-        except (NoNodeError, BadVersionError):
+        except NoNodeError:
+            # Gone since the check: our own delete resent after a lost reply (or someone
+            # else's). Either way the election it was for follows.
+            return True
+        except BadVersionError:
             return False
         return True
 

@@ -101,3 +101,14 @@ def test_create_meeting_someone_elses_state_still_fails() -> None:
     result = gateway.create_topic_partition_states({TP: state}, epoch_version)
 
     assert isinstance(result[TP], NodeExistsError)
+
+
+def test_giving_up_controller_whose_delete_reply_was_lost_counts_as_done() -> None:
+    """The unfenced delete of our own /controller is resent after a connection loss; when
+    the first attempt had committed, the resend's NONODE means it is done, not "not ours"."""
+    gateway, port, _ = _setup()
+    port.create(paths.CONTROLLER, codecs.encode_controller(5, 0), ephemeral=True)
+    port.before("delete", lambda: port.inner.delete(paths.CONTROLLER))
+
+    assert gateway.delete_own_controller() is True
+    assert port.exists(paths.CONTROLLER) is None
