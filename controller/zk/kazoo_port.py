@@ -447,15 +447,20 @@ class KazooPort(WatchedReads, KazooWrites):
                 entries,
                 submit,
                 self._max_in_flight,
-                item_errors=(kex.NoNodeError,),
+                # A node whose ACL no longer lets us read it fails alone, not the others.
+                item_errors=(kex.NoNodeError, kex.NoAuthError),
                 deadline=self._bounded_deadline,  # a later reconnect starts another re-arm
             )
         except Exception as exc:  # dropped again (the next reconnect retries) or session lost
             log.warning("could not re-arm watches after reconnect", error=repr(exc))
             return
         fired = 0
+        refused: list[str] = []
         for (key, seen), result in zip(entries, results, strict=True):
             kind, path, callback = key
+            if isinstance(result, kex.NoAuthError):
+                refused.append(path)  # unarmed; tried again at the next reconnect
+                continue
             now = None if isinstance(result, Exception) else zxid_of(kind, result)
             if not self._keeper.record(key, now, epoch):
                 return  # dropped again meanwhile: the next reconnect re-arms them all
@@ -463,7 +468,18 @@ class KazooPort(WatchedReads, KazooWrites):
             if event is not None:
                 fired += 1
                 self._keeper.dispatch(callback, WatchEvent(event, path))
-        log.info("watches re-armed after reconnect", watches=len(entries), fired=fired)
+        if refused:
+            log.error(
+                "could not re-arm watches after reconnect: their znodes' ACL denies this "
+                "session; changes there go unseen until it is fixed (each reconnect retries)",
+                paths=refused[:20],
+                count=len(refused),
+            )
+        log.info(
+            "watches re-armed after reconnect",
+            watches=len(entries) - len(refused),
+            fired=fired,
+        )
 
     # -------------------------------------------------------------------- reads
 

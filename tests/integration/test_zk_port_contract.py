@@ -649,6 +649,51 @@ def test_watches_survive_a_connection_loss(blip: Blip) -> None:
 
 
 @pytest.mark.zookeeper
+def test_a_watch_whose_acl_now_denies_us_does_not_stop_the_others_rearming(
+    zk_ensemble: Any,
+) -> None:
+    """During the cut, another client's ACL change makes one watched node unreadable to the
+    watcher: its child watch cannot be set again, the others are, and say what changed."""
+    from kazoo.security import make_acl, make_digest_acl
+
+    blip = EnsembleBlip(zk_ensemble)
+    other = next(i for i in range(zk_ensemble.size) if i != blip.node)  # not the one cut
+    admin = KazooClient(hosts=zk_ensemble.node_hosts(other))
+    admin.start(timeout=15)
+    admin.add_auth("digest", "admin:secret")
+    try:
+        watcher, writer = blip.watcher, blip.writer
+        writer.create("/locked", b"0")
+        writer.create("/kids", b"0")
+        writer.create("/changed", b"0")
+        locked, kids, changed = Events(), Events(), Events()
+        watcher.get_children("/locked", watch=locked)
+        watcher.get_children("/kids", watch=kids)
+        watcher.get("/changed", watch=changed)
+        states = Events()
+        watcher.add_session_listener(states)
+
+        blip.cut()
+        assert states.next() is SessionState.SUSPENDED
+        admin.set_acls("/locked", [make_digest_acl("admin", "secret", all=True)])
+        writer.create("/kids/a")
+        writer.set("/changed", b"1")
+        blip.restore()
+        assert states.next(timeout=30) is SessionState.CONNECTED
+
+        assert kids.next() == WatchEvent(EventType.CHILD, "/kids")
+        assert changed.next() == WatchEvent(EventType.CHANGED, "/changed")
+        writer.set("/changed", b"2")  # set again: fires on the next change too
+        assert changed.next() == WatchEvent(EventType.CHANGED, "/changed")
+        assert locked.drain() == []
+        admin.set_acls("/locked", [make_acl("world", "anyone", all=True)])
+    finally:
+        admin.stop()
+        admin.close()
+        blip.close()
+
+
+@pytest.mark.zookeeper
 def test_batched_reads_fall_back_without_multiread(zk_connect: str) -> None:
     with_multiread = KazooPort(zk_connect, 10.0)
     fallback = KazooPort(zk_connect, 10.0, use_multiread=False, max_in_flight=16)
