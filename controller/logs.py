@@ -13,6 +13,7 @@ that logs (the event thread binds per event; servicers bind per RPC).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import sys
@@ -75,6 +76,16 @@ def _level_number(level: int | str) -> int:
     if number is None:
         raise ValueError(f"unknown log level {level!r}")
     return number
+
+
+def log_level_arg(text: str) -> str:
+    """An argparse ``type`` for ``--log-level``: a bad level is a usage error (exit 2)."""
+    try:
+        _level_number(text)
+    except ValueError:
+        names = "DEBUG, INFO, WARNING (WARN), ERROR, CRITICAL"
+        raise argparse.ArgumentTypeError(f"unknown log level {text!r} (one of {names})") from None
+    return text
 
 
 class _RedactZooKeeperSecrets(logging.Filter):

@@ -47,7 +47,7 @@ from controller.broker.shutdown import (
     ControlledShutdownSettings,
 )
 from controller.core.features import MAX_FEATURE_LEVEL
-from controller.logs import configure_logging
+from controller.logs import configure_logging, log_level_arg
 from controller.security.acls import CredentialsError
 from controller.security.cli import (
     add_broker_authorization_arguments,
@@ -239,7 +239,9 @@ def register(subparsers: Any) -> None:
         help="a feature level range this broker supports, advertised in its registration "
         "(KIP-584; repeat for several); none by default, as Kafka's ZooKeeper-mode brokers",
     )
-    parser.add_argument("--log-level", default="INFO", help="default: %(default)s")
+    parser.add_argument(
+        "--log-level", default="INFO", type=log_level_arg, help="default: %(default)s"
+    )
     add_zookeeper_security_arguments(parser)
     add_tls_arguments(parser, server=True)
     add_broker_authorization_arguments(parser)

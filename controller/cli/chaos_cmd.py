@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from controller.logs import configure_logging
+from controller.logs import configure_logging, log_level_arg
 
 
 def _positive(value: str) -> int:
@@ -78,7 +78,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--work-dir", help="logs and ZooKeeper data (default: a temporary dir)")
     parser.add_argument("--keep", action="store_true", help="keep a temporary work dir")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--log-level", default="INFO", help="driver log level (default INFO)")
+    parser.add_argument(
+        "--log-level", default="INFO", type=log_level_arg, help="driver log level (default INFO)"
+    )
     parser.set_defaults(func=chaos_command)
 
 

@@ -145,3 +145,17 @@ def test_the_tools_hand_kazoo_the_connect_string_it_reads() -> None:
     KazooClient(hosts=connect)
     with pytest.raises(AdminConnectError, match=r"from ZK_CONNECT: .*port"):
         resolve_connect(None, {"ZK_CONNECT": "h:21x1"})
+
+
+def test_an_unknown_log_level_is_a_usage_error() -> None:
+    """It used to reach configure_logging and end in a traceback (exit 1)."""
+    parser = build_parser()
+    for argv in (
+        ["broker", "--broker-id", "1", "--log-level", "LOUD"],
+        ["chaos", "--log-level", "trace"],
+    ):
+        with pytest.raises(SystemExit) as info:
+            parser.parse_args(argv)
+        assert info.value.code == 2, argv
+    args = parser.parse_args(["broker", "--broker-id", "1", "--log-level", "warn"])
+    assert args.log_level == "warn"
