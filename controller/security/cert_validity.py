@@ -104,3 +104,48 @@ def validity_of_pem(pem: bytes) -> Validity | None:
         return validity_of_der(der)
     except ValueError:
         return None
+
+
+#: Extended key usages (RFC 5280 4.2.1.12), as the DER content of their OIDs.
+_EXTENDED_KEY_USAGE = bytes.fromhex("551d25")  # 2.5.29.37
+SERVER_AUTH = bytes.fromhex("2b06010505070301")  # 1.3.6.1.5.5.7.3.1
+CLIENT_AUTH = bytes.fromhex("2b06010505070302")  # 1.3.6.1.5.5.7.3.2
+ANY_EXTENDED_KEY_USAGE = bytes.fromhex("551d2500")  # 2.5.29.37.0
+_OCTET_STRING, _EXTENSIONS, _BOOLEAN = 0x04, 0xA3, 0x01
+
+
+def extended_key_usages_of_der(der: bytes) -> frozenset[bytes] | None:
+    """The certificate's extended key usages (the DER content of each OID), or None when it
+    has no such extension (any use). Raises ValueError when ``der`` cannot be walked."""
+    try:
+        _, start, _ = _tlv(der, 0)  # Certificate
+        _, pos, end = _tlv(der, start)  # TBSCertificate
+        if der[pos] == _EXPLICIT_VERSION:
+            pos = _tlv(der, pos)[2]
+        # serialNumber, signature, issuer, validity, subject, subjectPublicKeyInfo
+        for _ in range(6):
+            pos = _tlv(der, pos)[2]
+        while pos < end:  # issuerUniqueID [1], subjectUniqueID [2], extensions [3]
+            tag, value, after = _tlv(der, pos)
+            if tag == _EXTENSIONS:
+                _, item, items_end = _tlv(der, value)  # SEQUENCE OF Extension
+                while item < items_end:
+                    _, field, item_end = _tlv(der, item)
+                    _, oid, oid_end = _tlv(der, field)  # extnID
+                    tag, inner, inner_end = _tlv(der, oid_end)
+                    if tag == _BOOLEAN:  # critical
+                        tag, inner, inner_end = _tlv(der, inner_end)
+                    if der[oid:oid_end] == _EXTENDED_KEY_USAGE and tag == _OCTET_STRING:
+                        _, usage, usages_end = _tlv(der, inner)  # SEQUENCE OF KeyPurposeId
+                        usages = set()
+                        while usage < usages_end:
+                            _, value_start, value_end = _tlv(der, usage)
+                            usages.add(der[value_start:value_end])
+                            usage = value_end
+                        return frozenset(usages)
+                    item = item_end
+                return None
+            pos = after
+    except IndexError as exc:
+        raise ValueError(f"malformed certificate: {exc}") from None
+    return None

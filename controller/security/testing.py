@@ -134,10 +134,15 @@ class CertificateAuthority:
         *,
         not_before: datetime.datetime | None = None,
         not_after: datetime.datetime | None = None,
+        usages: Sequence[x509.ObjectIdentifier] | None = (
+            ExtendedKeyUsageOID.SERVER_AUTH,
+            ExtendedKeyUsageOID.CLIENT_AUTH,
+        ),
     ) -> IssuedCertificate:
         """A leaf certificate for ``common_name`` with subject alternative names ``sans``
         (IP addresses, DNS names, or URIs when they contain ``://``), valid from a while
-        ago for a long while unless ``not_before``/``not_after`` say otherwise."""
+        ago for a long while unless ``not_before``/``not_after`` say otherwise, with the
+        extended key ``usages`` (None: no such extension)."""
         key = ec.generate_private_key(ec.SECP256R1())
         now = _now()
         builder = (
@@ -149,13 +154,9 @@ class CertificateAuthority:
             .not_valid_before(now - _BACKDATE if not_before is None else not_before)
             .not_valid_after(now + _VALIDITY if not_after is None else not_after)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(
-                x509.ExtendedKeyUsage(
-                    [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
-                ),
-                critical=False,
-            )
         )
+        if usages is not None:
+            builder = builder.add_extension(x509.ExtendedKeyUsage(list(usages)), critical=False)
         if sans:
             builder = builder.add_extension(
                 x509.SubjectAlternativeName([_alt_name(s) for s in sans]), critical=False

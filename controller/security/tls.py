@@ -34,7 +34,15 @@ import grpc
 import structlog
 
 from controller.config.addresses import parse_host_port
-from controller.security.cert_validity import Validity, first_certificate_der, validity_of_pem
+from controller.security.cert_validity import (
+    ANY_EXTENDED_KEY_USAGE,
+    CLIENT_AUTH,
+    SERVER_AUTH,
+    Validity,
+    extended_key_usages_of_der,
+    first_certificate_der,
+    validity_of_pem,
+)
 
 log = structlog.get_logger("controller.security.tls")
 
@@ -161,17 +169,48 @@ class TlsFiles:
         return cert, key, ca
 
 
-class _Reloader:
-    """PEM files read again when they change; the last good contents kept otherwise."""
+def check_dual_use(path: Path | None, cert: bytes | None) -> None:
+    """Fail unless the certificate may both serve and connect (serverAuth and clientAuth, or
+    no extended key usages): the daemons use one certificate for their listener and for the
+    calls they make, and a peer refuses a handshake whose usage is missing, naming it only in
+    its own log (a broker's "unsupported certificate purpose")."""
+    der = None if cert is None else first_certificate_der(cert)
+    if der is None:
+        return
+    try:
+        usages = extended_key_usages_of_der(der)
+    except ValueError:
+        return  # the TLS library's own checks report an unusable certificate
+    if usages is None or ANY_EXTENDED_KEY_USAGE in usages:
+        return
+    missing = [name for oid, name in ((SERVER_AUTH, "serverAuth"), (CLIENT_AUTH, "clientAuth"))
+               if oid not in usages]  # fmt: skip
+    if missing:
+        raise TlsConfigError(
+            f"the TLS certificate {path} lacks the {' and '.join(missing)} extended key "
+            "usage: it is used both to serve and to connect (mutual TLS), so peers would "
+            "refuse it; issue it with both serverAuth and clientAuth, or with neither"
+        )
 
-    def __init__(self, files: TlsFiles, what: str) -> None:
+
+class _Reloader:
+    """PEM files read again when they change; the last good contents kept otherwise.
+    ``check`` (the file, the certificate) refuses contents the way ``TlsFiles.load`` does."""
+
+    def __init__(
+        self,
+        files: TlsFiles,
+        what: str,
+        check: Callable[[Path | None, bytes | None], None] | None = None,
+    ) -> None:
         self.files = files
         self._what = what
+        self._check = check
         self._lock = threading.Lock()
         self.generation = 0
         for _ in range(3):
             self._stamp = _stamp(files.paths)
-            self.contents = files.load()  # raises: a bad configuration fails the start
+            self.contents = self._load()  # raises: a bad configuration fails the start
             if self._stamp_after_check(self._stamp):
                 break
         _report_validity(what, files.cert_file, self.validity)
@@ -181,6 +220,12 @@ class _Reloader:
         """The current certificate's validity period (None: no certificate)."""
         cert = self.contents[0]
         return None if cert is None else validity_of_pem(cert)
+
+    def _load(self) -> tuple[bytes | None, bytes | None, bytes | None]:
+        contents = self.files.load()
+        if self._check is not None:
+            self._check(self.files.cert_file, contents[0])
+        return contents
 
     def _stamp_after_check(self, before: _Stamp) -> bool:
         # A writer between our stat and our read would leave mixed files: read again later.
@@ -195,7 +240,7 @@ class _Reloader:
             if stamp == self._stamp:
                 return False
             try:
-                contents = self.files.load()
+                contents = self._load()
             except TlsConfigError as exc:
                 # Keep serving with the previous files; log once per change of the files.
                 log.error(f"cannot reload the {self._what}; keeping the previous one",
@@ -223,7 +268,7 @@ class ServerTls:
             raise TlsConfigError("client authentication needs a CA file to verify clients with")
         self.files = files
         self.client_auth_required = client_auth_required
-        self._reloader = _Reloader(files, "gRPC server TLS certificate")
+        self._reloader = _Reloader(files, "gRPC server TLS certificate", check_dual_use)
 
     def _configuration(self) -> grpc.ServerCertificateConfiguration:
         cert, key, ca = self._reloader.contents

@@ -414,3 +414,56 @@ def test_validate_config_refuses_an_expired_certificate(
     assert err.startswith("security configuration: the TLS certificate")
     assert f"{files.cert_file} (grpc.tls.cert.file) expired on" in err
     assert _validate_config(monkeypatch, _files(tmp_path, ca)) == 0  # a valid one passes
+
+
+def _usage_files(tmp_path: Path, ca: CertificateAuthority, usages: Any) -> TlsFiles:
+    cert, key = ca.issue("server", sans=("127.0.0.1",), usages=usages).write(tmp_path / "server")
+    return TlsFiles(cert, key, ca.write(tmp_path / "ca.crt"))
+
+
+def test_a_certificate_missing_a_usage_the_daemons_need_is_refused(
+    tmp_path: Path, ca: CertificateAuthority
+) -> None:
+    """The daemons serve and connect with one certificate; a serverAuth-only one was taken,
+    and every request to a broker then failed with "Socket closed" (the broker's log alone
+    said "unsupported certificate purpose")."""
+    from cryptography.x509.oid import ExtendedKeyUsageOID as Oid
+
+    from controller.security.cert_validity import (
+        CLIENT_AUTH,
+        SERVER_AUTH,
+        extended_key_usages_of_der,
+        first_certificate_der,
+    )
+
+    for usages in (None, (Oid.SERVER_AUTH, Oid.CLIENT_AUTH), (Oid.ANY_EXTENDED_KEY_USAGE,)):
+        ServerTls(_usage_files(tmp_path, ca, usages))  # accepted
+    for usages, missing in (((Oid.SERVER_AUTH,), "clientAuth"), ((Oid.CLIENT_AUTH,), "serverAuth"),
+                            ((Oid.CODE_SIGNING,), "serverAuth and clientAuth")):  # fmt: skip
+        files = _usage_files(tmp_path, ca, usages)
+        with pytest.raises(TlsConfigError, match=f"lacks the {missing} extended key usage"):
+            ServerTls(files)
+    # The DER walk itself, against the library that wrote the certificate.
+    both = ca.issue("x", sans=("127.0.0.1",), usages=(Oid.CLIENT_AUTH, Oid.SERVER_AUTH))
+    der = first_certificate_der(both.cert_pem)
+    assert der is not None and extended_key_usages_of_der(der) == {SERVER_AUTH, CLIENT_AUTH}
+    ca_der = first_certificate_der(ca.cert_pem)
+    assert ca_der is not None and extended_key_usages_of_der(ca_der) is None
+    # A rotation to a serverAuth-only certificate keeps the previous one.
+    files = _usage_files(tmp_path, ca, None)
+    tls = ServerTls(files)
+    _usage_files(tmp_path, ca, (Oid.SERVER_AUTH,))
+    _bump(files.cert_file, files.key_file)  # type: ignore[arg-type]
+    with structlog.testing.capture_logs() as logs:
+        assert tls.fetch() is None and tls.generation == 0
+    assert any("lacks the clientAuth" in entry.get("error", "") for entry in logs)
+
+
+def test_validate_config_refuses_a_certificate_missing_a_usage(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    ca: CertificateAuthority,
+) -> None:  # fmt: skip
+    from cryptography.x509.oid import ExtendedKeyUsageOID as Oid
+
+    assert _validate_config(monkeypatch, _usage_files(tmp_path, ca, (Oid.SERVER_AUTH,))) == 2
+    assert "lacks the clientAuth extended key usage" in capsys.readouterr().err
