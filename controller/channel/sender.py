@@ -251,7 +251,10 @@ class RequestSendThread(threading.Thread):
             # ValueError: grpc's "Cannot invoke RPC on closed channel", when the channel was
             # closed (by stop(), or a TLS channel replaced on rotation) between taking the
             # stub and the call starting. The thread must survive it like any failed send.
-            return (_code_name(exc), _details(exc))
+            code, details = _code_name(exc), _details(exc)
+            if self._opener.secure and code == "UNAVAILABLE" and _closed_on_us(details):
+                details += f"; {CLIENT_CERT_HINT}"
+            return (code, details)
         return response
 
     def _send_until_answered(self, request: OutboundRequest) -> ResponseMessage | None:
@@ -364,8 +367,8 @@ class RequestSendThread(threading.Thread):
             cause = _connect_error(channel)
             if cause:
                 details += f": {cause}"
-            if self._opener.secure and (cause is None or _looks_like_tls(cause)):
-                details += f"; {TLS_HINT}"
+            if self._opener.secure and (hint := _tls_hint(cause)) is not None:
+                details += f"; {hint}"
             return ("UNAVAILABLE", details)
         return (
             "DEADLINE_EXCEEDED",
@@ -383,11 +386,18 @@ class RequestSendThread(threading.Thread):
 # How long the probe for gRPC's last connection error may take (it fails fast: no wait for
 # the channel to be ready).
 _PROBE_TIMEOUT_S = 1.0
-_TLS_MARKERS = ("tls", "ssl", "handshake", "certificate", "tsi_")
+# "verification": gRPC's "Hostname Verification Check failed" (a certificate not naming the
+# host the broker registered).
+_TLS_MARKERS = ("tls", "ssl", "handshake", "certificate", "tsi_", "verification")
 TLS_HINT = (
     "the broker's controller listener is SSL: check that its certificate chains to "
     "grpc.tls.ca.file and names the host it registers, and that it trusts our "
     "grpc.tls.cert.file (mutual TLS)"
+)
+CLIENT_CERT_HINT = (
+    "the broker closed the TLS connection: it may refuse our grpc.tls.cert.file (mutual TLS: "
+    "check that it chains to the broker's CA file and has the clientAuth extended key usage; "
+    "the broker's log says why)"
 )
 
 
@@ -413,6 +423,21 @@ def _connect_error(channel: grpc.Channel) -> str | None:
 def _looks_like_tls(error: str) -> bool:
     lowered = error.lower()
     return any(marker in lowered for marker in _TLS_MARKERS)
+
+
+def _closed_on_us(error: str) -> bool:
+    # TLS 1.3: our side of the handshake completes before the broker checks our certificate;
+    # a broker refusing it just closes the connection.
+    return "socket closed" in error.lower()
+
+
+def _tls_hint(cause: str | None) -> str | None:
+    """What to check after a TLS connection to a broker failed with ``cause``."""
+    if cause is None or _looks_like_tls(cause):
+        return TLS_HINT
+    if _closed_on_us(cause):
+        return CLIENT_CERT_HINT
+    return None
 
 
 def _code_name(exc: Exception) -> str:

@@ -473,3 +473,45 @@ def test_a_broker_certificate_from_another_ca_is_logged_with_the_handshake_error
     finally:
         manager.shutdown()
         broker.stop(grace=0)
+
+
+@pytest.mark.parametrize("case", ["broker-names-another-host", "controller-cert-untrusted"])
+def test_the_other_handshake_failures_carry_the_tls_hint_too(pki: Pki, case: str) -> None:
+    """A broker certificate naming another host ("Hostname Verification Check failed"), and
+    a broker refusing the controller's certificate (TLS 1.3: just "Socket closed" on our
+    side), were logged without any pointer to the certificates."""
+    if case == "broker-names-another-host":
+        pki.issue("elsewhere-broker", "broker-1", ("broker-1.example.com",))
+        broker_files, controller_files = pki.files["elsewhere-broker"], pki.files["controller-0"]
+        expected = ("Hostname Verification", "check that its certificate chains")
+    else:
+        foreign = CertificateAuthority("another CA")
+        controller_files = foreign.issue("controller-0", LOOPBACK_SANS).write(
+            pki.dir / "foreign-controller"
+        )
+        broker_files = pki.files["broker-1"]
+        expected = ("Socket closed", "it may refuse our grpc.tls.cert.file")
+    cert, key = broker_files
+    broker = BrokerServer(
+        BrokerConfig(1, tls=TlsSettings(cert, key, pki.ca_file, client_auth_required=True)),
+        broker_epoch=1,
+    ).start()
+    cert, key = controller_files
+    manager = ControllerChannelManager(
+        0, request_timeout_s=5.0, tls=client_tls(pki.ca_file, cert, key)
+    )
+    try:
+        host, port = broker.address.rsplit(":", 1)
+        manager.add_broker(Broker(1, (EndPoint("CONTROLLER", host, int(port), "SSL"),)), 1)
+        with capture_logs() as logs:
+            request = OutboundRequest.update_metadata(broker_pb2.UpdateMetadataRequest())
+            manager.send(1, request, lambda _: None)
+            wait_until(lambda: any(e["event"].startswith("request to broker failed")
+                                   for e in list(logs)), what="a failed send")  # fmt: skip
+        failed = next(e for e in logs if e["event"].startswith("request to broker failed"))
+        assert failed["code"] == "UNAVAILABLE"
+        for text in expected:
+            assert text in failed["details"], failed["details"]
+    finally:
+        manager.shutdown()
+        broker.stop(grace=0)
