@@ -22,6 +22,7 @@ import ctypes.util
 import dataclasses
 import datetime
 import gc
+import os
 import signal
 import socket
 import threading
@@ -530,6 +531,31 @@ class ControllerDaemon:
             changed={s.name: getattr(merged, s.attr) for s in dynamic},
         )
         return tuple(s.name for s in dynamic)
+
+
+def check_state_change_log_path(config: ControllerConfig) -> None:
+    """Fail as the daemon's start would when the state-change log cannot be opened where
+    configured, without creating anything: ``run --validate-config`` reports it. Raises
+    OSError naming the file and the settings."""
+    path = config.state_change_log_file
+    problem: str | None = None
+    if path.exists() and not path.is_file():
+        problem = "it exists and is not a regular file"
+    else:
+        ancestor = path.parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if not ancestor.is_dir():
+            problem = f"{ancestor} is not a directory"
+        elif not os.access(ancestor, os.W_OK | os.X_OK):
+            problem = f"{ancestor} is not writable by this user"
+        elif path.exists() and not os.access(path, os.W_OK):
+            problem = "it is not writable by this user"
+    if problem is not None:
+        raise OSError(
+            f"cannot open the state-change log {path} (log.dir {config.log_dir}, "
+            f"state.change.log.file): {problem}"
+        )
 
 
 def check_security_files(config: ControllerConfig) -> None:

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         config = loaded
     if args.validate_config:
         assert config is not None  # a config error returned above
-        from controller.daemon import check_security_files
+        from controller.daemon import check_security_files, check_state_change_log_path
         from controller.security.acls import CredentialsError
         from controller.security.tls import TlsConfigError
 
@@ -97,6 +97,11 @@ def run(args: argparse.Namespace) -> int:
             check_security_files(config)
         except (CredentialsError, TlsConfigError) as error:
             print(f"security configuration: {error}", file=sys.stderr)
+            return 2
+        try:
+            check_state_change_log_path(config)
+        except OSError as error:
+            print(f"configuration: {error}", file=sys.stderr)
             return 2
         print(render_effective_config(config))
         return 0
@@ -136,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"zk-controller run: cannot start: {error}", file=sys.stderr)
         if embedded is not None:
             embedded.close()
-        return 1
+        return 2  # a configuration error: restarting would not help (systemd does not)
     from controller.daemon import DaemonStartError
 
     try:

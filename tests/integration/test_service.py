@@ -124,7 +124,9 @@ def _run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def test_a_start_that_fails_is_one_clear_line_and_exit_1(zk_connect: str, tmp_path: Path) -> None:
+def test_a_start_that_fails_is_one_clear_line_and_exit_1_or_2(
+    zk_connect: str, tmp_path: Path
+) -> None:
     """ZooKeeper unreachable, or a port in use: one line naming the problem, no traceback,
     exit 1, nothing left running."""
     unreachable = f"127.0.0.1:{free_port()}"
@@ -152,11 +154,26 @@ def test_a_start_that_fails_is_one_clear_line_and_exit_1(zk_connect: str, tmp_pa
          "--metrics-listen", f"127.0.0.1:{free_port()}"],
         capture_output=True, text=True, cwd=REPO, timeout=60,
     )  # fmt: skip
-    assert done.returncode == 1, done
+    # A configuration error, which a restart would not mend: exit 2 (it was 1, which systemd
+    # retries every 5 s for ever).
+    assert done.returncode == 2, done
     assert "zk-controller run: cannot start:" in done.stderr and "Traceback" not in done.stderr
     assert "afile" in done.stderr
     # ... naming what it is and which settings decide where it goes.
     assert "cannot open the state-change log" in done.stderr and "log.dir" in done.stderr
+    # run --validate-config finds it first, creating nothing.
+    (tmp_path / "odd" / "state-change.log").mkdir(parents=True)
+    for log_dir, problem in ((tmp_path / "afile" / "logs", "is not a directory"),
+                             (tmp_path / "odd", "not a regular file")):  # fmt: skip
+        checked = subprocess.run(
+            [*CLI, "run", "--validate-config", "--controller-id", "0", "--log-dir",
+             str(log_dir), "--zookeeper", zk_connect],
+            capture_output=True, text=True, cwd=REPO, timeout=60,
+        )  # fmt: skip
+        assert checked.returncode == 2, checked
+        assert checked.stderr.startswith("configuration: cannot open the state-change log")
+        assert problem in checked.stderr
+    assert not (tmp_path / "afile").is_dir()
 
 
 def test_a_failed_state_change_log_reopen_does_not_stop_the_controller(
