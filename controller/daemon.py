@@ -52,7 +52,7 @@ from controller.rpc.server import (
 )
 from controller.rpc.service import ControllerServicer
 from controller.security import authz
-from controller.security.acls import zk_security_from_config
+from controller.security.acls import CredentialsError, zk_security_from_config
 from controller.security.tls import (
     ClientTls,
     ServerTls,
@@ -558,19 +558,31 @@ def check_state_change_log_path(config: ControllerConfig) -> None:
         )
 
 
-def check_security_files(config: ControllerConfig) -> None:
-    """Read every credentials, certificate and key file the daemon would read at start:
-    ``run --validate-config`` reports them. Raises CredentialsError or TlsConfigError."""
-    zk_security_from_config(config)
-    server = _grpc_server_tls(config)
-    _broker_client_tls(config)
+def security_file_problems(config: ControllerConfig) -> list[str]:
+    """Read every credentials, certificate and key file the daemon would read at start, and
+    say what is wrong with each (``run --validate-config`` lists them all at once)."""
+    problems: list[str] = []
+    try:
+        zk_security_from_config(config)
+    except CredentialsError as exc:
+        problems.append(str(exc))
+    try:
+        server = _grpc_server_tls(config)
+    except TlsConfigError as exc:
+        problems.append(str(exc))
+        return problems  # the client side reads the same certificate and key
+    try:
+        _broker_client_tls(config)
+    except TlsConfigError as exc:
+        problems.append(str(exc))
     validity = server.validity if server is not None else None
     if validity is not None and validity.expired(datetime.datetime.now(datetime.UTC)):
         # The daemon would start (and log it); a check before a deployment should fail.
-        raise TlsConfigError(
+        problems.append(
             f"the TLS certificate {config.grpc_tls_cert_file} (grpc.tls.cert.file) expired "
             f"on {validity.not_after.isoformat()}"
         )
+    return problems
 
 
 def _not_after(tls: ServerTls) -> float | None:

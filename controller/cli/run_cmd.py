@@ -89,19 +89,15 @@ def run(args: argparse.Namespace) -> int:
         config = loaded
     if args.validate_config:
         assert config is not None  # a config error returned above
-        from controller.daemon import check_security_files, check_state_change_log_path
-        from controller.security.acls import CredentialsError
-        from controller.security.tls import TlsConfigError
+        from controller.daemon import check_state_change_log_path, security_file_problems
 
-        try:
-            check_security_files(config)
-        except (CredentialsError, TlsConfigError) as error:
-            print(f"security configuration: {error}", file=sys.stderr)
-            return 2
+        problems = [f"security configuration: {p}" for p in security_file_problems(config)]
         try:
             check_state_change_log_path(config)
         except OSError as error:
-            print(f"configuration: {error}", file=sys.stderr)
+            problems.append(f"configuration: {error}")
+        if problems:
+            print("\n".join(problems), file=sys.stderr)  # every problem at once
             return 2
         print(render_effective_config(config))
         return 0

@@ -467,3 +467,25 @@ def test_validate_config_refuses_a_certificate_missing_a_usage(
 
     assert _validate_config(monkeypatch, _usage_files(tmp_path, ca, (Oid.SERVER_AUTH,))) == 2
     assert "lacks the clientAuth extended key usage" in capsys.readouterr().err
+
+
+def test_validate_config_lists_every_file_problem_at_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    ca: CertificateAuthority,
+) -> None:  # fmt: skip
+    """Credentials, certificate files and the state-change log path: one run names them all
+    (it stopped at the first, so a fix-and-rerun loop found them one by one)."""
+    files = _files(tmp_path, ca)
+    bad_ca = _unusable_cas(tmp_path, ca)[0]
+    (tmp_path / "afile").write_text("")
+    code = _validate_config(
+        monkeypatch, files, "--grpc-tls-ca-file", str(bad_ca),
+        "--zookeeper-auth-scheme", "digest",
+        "--zookeeper-auth-credentials-file", str(tmp_path / "missing-credentials"),
+        "--log-dir", str(tmp_path / "afile" / "logs"),
+    )  # fmt: skip
+    assert code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3, lines
+    assert "missing-credentials" in lines[0] and str(bad_ca) in lines[1]
+    assert lines[2].startswith("configuration: cannot open the state-change log")
