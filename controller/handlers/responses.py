@@ -61,15 +61,14 @@ class BrokerResponses:
         strangers: list[TopicPartition] = []
         refused: dict[int, list[TopicPartition]] = {}
         for tp, code in event.partition_errors.items():
-            if code not in (Errors.KAFKA_STORAGE_ERROR, Errors.NONE):
+            if event.broker_id not in ctx.partition_replica_assignment(tp):
+                # The partition was deleted or moved off this broker since the request left.
+                strangers.append(tp)
+            elif code not in (Errors.KAFKA_STORAGE_ERROR, Errors.NONE):
                 # STALE_CONTROLLER_EPOCH: a state the broker already had (a resend). Kafka
                 # ignores the others silently; they can leave a replica out for good.
                 if code != Errors.STALE_CONTROLLER_EPOCH:
                     refused.setdefault(int(code), []).append(tp)
-                continue
-            if event.broker_id not in ctx.partition_replica_assignment(tp):
-                # The partition was deleted or moved off this broker since the request left.
-                strangers.append(tp)
             elif code == Errors.KAFKA_STORAGE_ERROR:
                 offline.add(tp)
             else:
@@ -105,8 +104,8 @@ class BrokerResponses:
                 "broker refused LeaderAndIsr for partitions"
                 + (
                     ": it holds a replica of an earlier topic of that name (a deletion it "
-                    "missed) and will not follow the new one until that log is removed, "
-                    "e.g. by restarting the broker"
+                    "missed) and will not follow the new one until that copy is deleted on "
+                    "the broker (the reference broker keeps replicas in memory: a restart)"
                     if code == Errors.INCONSISTENT_TOPIC_ID
                     else ""
                 ),

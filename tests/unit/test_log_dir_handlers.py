@@ -84,6 +84,8 @@ def test_other_partition_refusals_are_logged_by_error_and_change_nothing(h):
     with capture_logs() as logs:
         respond(h, 2, {T0: Errors.INCONSISTENT_TOPIC_ID, T1: Errors.STALE_CONTROLLER_EPOCH})
         respond(h, 3, {T0: Errors.UNKNOWN_TOPIC_OR_PARTITION, T1: Errors.NONE})
+        # A partition the broker no longer hosts (deleted, moved): a race, not a refusal.
+        respond(h, 2, {U0: Errors.INCONSISTENT_TOPIC_ID})
     assert h.zxid == zxid and not any(h.ctx.replicas_on_offline_dirs.values())
     refused = [e for e in logs if e["event"].startswith("broker refused LeaderAndIsr")]
     assert [(e["broker_id"], e["error"], e["partitions"]) for e in refused] == [
