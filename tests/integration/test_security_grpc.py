@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -441,20 +442,16 @@ def test_broker_allowed_principals_need_mutual_tls(pki: Pki) -> None:
                 BrokerConfig(1, tls=tls, **{field: frozenset({"controller-0"})})
 
 
-def test_a_broker_certificate_from_another_ca_is_logged_with_the_handshake_error(
-    pki: Pki,
-) -> None:
-    """The channel's log said only "could not connect to HOST:PORT (TRANSIENT_FAILURE)"; the
-    cause (CERTIFICATE_VERIFY_FAILED) was on gRPC's stderr alone."""
-    foreign = CertificateAuthority("another CA")
-    pki.files["foreign-broker"] = foreign.issue("broker-1", LOOPBACK_SANS).write(
-        pki.dir / "foreign-broker"
-    )
-    cert, key = pki.files["foreign-broker"]
-    broker = BrokerServer(
-        BrokerConfig(1, tls=TlsSettings(cert, key, pki.ca_file)), broker_epoch=1
-    ).start()
-    cert, key = pki.files["controller-0"]
+def _first_failed_send(
+    pki: Pki, broker_files: tuple[Path, Path], controller_files: tuple[Path, Path],
+    *, client_auth_required: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """A TLS broker with ``broker_files`` and a channel manager presenting
+    ``controller_files`` (both trusting the PKI's CA): the log entry of the first failed send."""
+    cert, key = broker_files
+    tls = TlsSettings(cert, key, pki.ca_file, client_auth_required=client_auth_required)
+    broker = BrokerServer(BrokerConfig(1, tls=tls), broker_epoch=1).start()
+    cert, key = controller_files
     manager = ControllerChannelManager(
         0, request_timeout_s=5.0, tls=client_tls(pki.ca_file, cert, key)
     )
@@ -466,13 +463,25 @@ def test_a_broker_certificate_from_another_ca_is_logged_with_the_handshake_error
             manager.send(1, request, lambda _: None)
             wait_until(lambda: any(e["event"].startswith("request to broker failed")
                                    for e in list(logs)), what="a failed send")  # fmt: skip
-        failed = next(e for e in logs if e["event"].startswith("request to broker failed"))
-        assert failed["code"] == "UNAVAILABLE"
-        assert "CERTIFICATE_VERIFY_FAILED" in failed["details"]
-        assert "check that its certificate chains to grpc.tls.ca.file" in failed["details"]
+        return next(e for e in logs if e["event"].startswith("request to broker failed"))
     finally:
         manager.shutdown()
         broker.stop(grace=0)
+
+
+def test_a_broker_certificate_from_another_ca_is_logged_with_the_handshake_error(
+    pki: Pki,
+) -> None:
+    """The channel's log said only "could not connect to HOST:PORT (TRANSIENT_FAILURE)"; the
+    cause (CERTIFICATE_VERIFY_FAILED) was on gRPC's stderr alone."""
+    foreign = CertificateAuthority("another CA")
+    pki.files["foreign-broker"] = foreign.issue("broker-1", LOOPBACK_SANS).write(
+        pki.dir / "foreign-broker"
+    )
+    failed = _first_failed_send(pki, pki.files["foreign-broker"], pki.files["controller-0"])
+    assert failed["code"] == "UNAVAILABLE"
+    assert "CERTIFICATE_VERIFY_FAILED" in failed["details"]
+    assert "check that its certificate chains to grpc.tls.ca.file" in failed["details"]
 
 
 @pytest.mark.parametrize("case", ["broker-names-another-host", "controller-cert-untrusted"])
@@ -491,27 +500,7 @@ def test_the_other_handshake_failures_carry_the_tls_hint_too(pki: Pki, case: str
         )
         broker_files = pki.files["broker-1"]
         expected = ("Socket closed", "it may refuse our grpc.tls.cert.file")
-    cert, key = broker_files
-    broker = BrokerServer(
-        BrokerConfig(1, tls=TlsSettings(cert, key, pki.ca_file, client_auth_required=True)),
-        broker_epoch=1,
-    ).start()
-    cert, key = controller_files
-    manager = ControllerChannelManager(
-        0, request_timeout_s=5.0, tls=client_tls(pki.ca_file, cert, key)
-    )
-    try:
-        host, port = broker.address.rsplit(":", 1)
-        manager.add_broker(Broker(1, (EndPoint("CONTROLLER", host, int(port), "SSL"),)), 1)
-        with capture_logs() as logs:
-            request = OutboundRequest.update_metadata(broker_pb2.UpdateMetadataRequest())
-            manager.send(1, request, lambda _: None)
-            wait_until(lambda: any(e["event"].startswith("request to broker failed")
-                                   for e in list(logs)), what="a failed send")  # fmt: skip
-        failed = next(e for e in logs if e["event"].startswith("request to broker failed"))
-        assert failed["code"] == "UNAVAILABLE"
-        for text in expected:
-            assert text in failed["details"], failed["details"]
-    finally:
-        manager.shutdown()
-        broker.stop(grace=0)
+    failed = _first_failed_send(pki, broker_files, controller_files, client_auth_required=True)
+    assert failed["code"] == "UNAVAILABLE"
+    for text in expected:
+        assert text in failed["details"], failed["details"]
