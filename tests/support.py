@@ -155,7 +155,8 @@ class ControllerProcess:
         return self.proc.wait(timeout)
 
     def output(self) -> str:
-        self._out.flush()
+        if not self._out.closed:
+            self._out.flush()
         return self.stdout_path.read_text(errors="replace")
 
     def close(self) -> None:

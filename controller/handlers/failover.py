@@ -188,8 +188,14 @@ class ControllerElection:
             )
             self.on_controller_failover()
         except ControllerMovedError:
+            was_active = ctl.is_active
             self.maybe_resign()
-            if ctl.active_controller_id != -1:
+            if was_active and ctl.is_active:
+                # /controller still names us, so no election moved the epoch: it was written
+                # by hand during the failover. Staying would leave us "active" but not set
+                # up (no watches, empty context) until the session ends.
+                self.resign_after_foreign_epoch_write()
+            elif ctl.active_controller_id != -1:
                 log.debug(
                     "another controller was elected", active_controller_id=ctl.active_controller_id
                 )

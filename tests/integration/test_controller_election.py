@@ -52,6 +52,8 @@ def processes(zk_connect: str, tmp_path: Path) -> Iterator[Callable[[int], Contr
     yield start
     for proc in started:
         proc.close()
+        # Shown by pytest only when the test failed: the controller's side of the story.
+        print(f"--- controller {proc.controller_id} output ---\n{proc.output()}")
 
 
 @pytest.fixture

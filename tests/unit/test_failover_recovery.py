@@ -270,6 +270,25 @@ def test_a_stale_epoch_under_our_controller_node_resigns_and_re_elects() -> None
     assert h.ctx.all_topics == {"t"} and h.ctx.topic_ids.get("t")
 
 
+def test_an_epoch_written_by_hand_during_the_failover_resigns_and_re_elects() -> None:
+    # The epoch moves between the election and the failover's first fenced write (the id
+    # given to a topic without one): the controller used to stay "active" with the failover
+    # half done (no watches, no topics) until its session ended.
+    h = ControllerHarness(controller_id=1)
+    h.register_broker(1)
+    h.create_topic("t", {0: [1]}, in_context=False)  # no topic id
+    h.port.before(
+        "get_children", h.elect_rival, when=lambda path, *a: path == paths.BROKERS_TOPICS
+    )
+    with capture_logs() as logs:
+        h.start()
+        h.drain()
+    assert any(e["event"].startswith("the controller epoch znode changed") for e in logs)
+    assert h.controller.is_active and h.ctx.epoch == 3  # the election read the epoch again
+    assert h.ctx.all_topics == {"t"} and h.ctx.topic_ids.get("t")
+    assert codecs.decode_controller_epoch(h.read(paths.CONTROLLER_EPOCH)) == 3
+
+
 def test_a_failed_give_up_of_our_controller_node_is_logged_and_resigned() -> None:
     h = _stale_epoch_under_our_controller_node()
     h.port.fail("delete", ConnectionLossError(), when=lambda path, *a: path == paths.CONTROLLER)
