@@ -78,19 +78,30 @@ def parse_config_list(text: str) -> dict[str, str]:
     entries.append(text[start:])
     configs: dict[str, str] = {}
     for entry in entries:
-        key, sep, value = entry.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not key:
+        pair = split_config_pair(entry)
+        if pair is None:
             raise InvalidConfigError(
                 f"invalid config {entry.strip()!r} in {text!r}: every config to add must be "
-                "KEY=VALUE (a list value in square brackets: KEY=[V1,V2])"
+                "KEY=VALUE, with one '=' and a value (a list value in square brackets: "
+                "KEY=[V1,V2])"
             )
+        key, value = pair
         if len(value) >= 2 and value[0] == "[" and value[-1] == "]":
             value = value[1:-1].strip()
         if key in configs:
             raise InvalidConfigError(f"config {key!r} is given twice in {text!r}")
         configs[key] = value
     return configs
+
+
+def split_config_pair(entry: str) -> tuple[str, str] | None:
+    """``KEY=VALUE`` split as Kafka's tools split it (on ``=`` and the spaces around it), or
+    None: they refuse anything but two parts, so ``k=a=b`` and, since Java's split drops a
+    trailing empty string, ``k=`` too (an empty key is ours to refuse)."""
+    parts = [part.strip() for part in entry.split("=")]
+    if len(parts) != 2 or not parts[0] or not parts[1]:
+        return None
+    return parts[0], parts[1]
 
 
 def properties_order(configs: Mapping[str, str]) -> dict[str, str]:

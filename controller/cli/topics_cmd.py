@@ -205,10 +205,12 @@ def _rack_mode(args: argparse.Namespace) -> RackAwareMode:
 def _configs(pairs: Sequence[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise admin.InvalidConfigError(f"invalid --config {pair!r}: expected KEY=VALUE")
-        out[key.strip()] = value.strip()
+        split = configs_admin.split_config_pair(pair)
+        if split is None:
+            raise admin.InvalidConfigError(
+                f"invalid --config {pair!r}: expected KEY=VALUE, with one '=' and a value"
+            )
+        out[split[0]] = split[1]
     return out
 
 

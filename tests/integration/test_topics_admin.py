@@ -670,6 +670,8 @@ def test_cli_errors_are_one_line_and_change_nothing(zk_connect: str, port: Kazoo
          ["illegal", "'/'"]),
         (["topics", "create", "u", "--partitions", "1", "--replication-factor", "1",
           "--config", "nope"], ["invalid --config 'nope'"]),
+        (["topics", "create", "u", "--partitions", "1", "--replication-factor", "1",
+          "--config", "retention.ms=1=2"], ["invalid --config 'retention.ms=1=2'", "one '='"]),
         (["topics", "alter", "t", "--partitions", "1"], ["already has 1 partitions"]),
         (["topics", "alter", "nope", "--partitions", "3"], ["nope do not exist"]),
         (["topics", "alter", "t", "--partitions", "3", "--replica-assignment", "1"],
