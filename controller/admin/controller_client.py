@@ -63,6 +63,12 @@ class ControllerTlsMismatchError(NoActiveControllerError):
     client's TLS settings: every try would fail the same way, so none is made."""
 
 
+class ControllerTlsHandshakeError(NoActiveControllerError):
+    """The TLS handshake with the controller failed in a way no retry mends (a certificate
+    that does not verify, or a listener that keeps closing the connection on this client's
+    certificate): raised at once instead of at the deadline."""
+
+
 class ControllerRefusedCallError(NoActiveControllerError):
     """The controller (or gRPC) refused the request as it is (malformed, a method it does not
     serve): not applied, and resending the same request cannot help."""
@@ -78,6 +84,23 @@ _REFUSED = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNIMPLEMENTED)
 _NOT_SENT = "failed to connect to all addresses"
 # ...and for a port nothing listens on (a controller restarting): no listener was reached.
 _REFUSED_CONNECTION = "Connection refused"
+# grpc-core's words for a handshake that failed on this side (the controller's certificate
+# does not verify, or does not name the host): the same files fail the same way next time.
+_HANDSHAKE_FAILED = ("handshake failed", "CERTIFICATE_VERIFY_FAILED", "Hostname Verification")
+# ...and for a listener that closed the connection: a mutual-TLS listener refusing this
+# client's certificate says nothing else. A few in a row from one address, not one: a
+# listener going down closes connections too.
+_SOCKET_CLOSED = "Socket closed"
+_CLOSED_IN_A_ROW = 5
+SERVER_CERT_HINT = (
+    "check that --tls-ca-file is the CA that signed the controller's certificate (its "
+    "grpc.tls.cert.file) and that the certificate names the host the controller registers"
+)
+CLIENT_CERT_HINT = (
+    "the controller closes every TLS connection from this client: it may refuse this tool's "
+    "certificate; check that --tls-cert-file chains to the controller's grpc.tls.ca.file and, "
+    "if it names extended key usages, includes clientAuth"
+)
 
 
 def tls_mismatch(endpoint: ControllerEndpoint, opener: ChannelOpener) -> str | None:
@@ -187,6 +210,27 @@ class ControllerClient:
             once=True,
         )
 
+    def _check_handshake(
+        self, target: int, address: str, details: str, closed: tuple[str, int] | None
+    ) -> tuple[str, int] | None:
+        """Raise ``ControllerTlsHandshakeError`` for a handshake failure that cannot mend;
+        otherwise return the count of connections ``address`` closed in a row."""
+        if not self._opener.secure:
+            return None
+        where = f"controller {target} at {address}"
+        if any(marker.lower() in details.lower() for marker in _HANDSHAKE_FAILED):
+            raise ControllerTlsHandshakeError(
+                f"the TLS handshake with {where} failed ({details}): {SERVER_CERT_HINT}"
+            )
+        if _SOCKET_CLOSED not in details or not self._opener.presents_certificate:
+            return None
+        count = closed[1] + 1 if closed is not None and closed[0] == address else 1
+        if count >= _CLOSED_IN_A_ROW:
+            raise ControllerTlsHandshakeError(
+                f"{where} closed {count} TLS connections in a row ({details}): {CLIENT_CERT_HINT}"
+            )
+        return (address, count)
+
     def _call(
         self,
         method: str,
@@ -200,6 +244,7 @@ class ControllerClient:
         followed_hint = False
         last_problem = "no controller is registered in /controller"
         none_running_since: float | None = None
+        closed: tuple[str, int] | None = None  # (address, connections closed in a row)
         while time.monotonic() < deadline:
             target = target if target is not None else self.active_controller_id()
             endpoint = self.endpoint_of(target) if target is not None else None
@@ -260,6 +305,7 @@ class ControllerClient:
                     # a previous process (restarted with other TLS settings, its old session
                     # not yet expired) would be stale.
                     raise ControllerTlsMismatchError(mismatch) from None
+                closed = self._check_handshake(target, address, exc.details() or "", closed)
                 last_problem = f"controller {target} at {address}: {exc.code().name}"
                 if exc.details():
                     last_problem += f" ({exc.details()})"

@@ -28,6 +28,7 @@ import structlog
 
 from controller.admin.controller_client import (
     ControllerAccessDeniedError,
+    ControllerTlsHandshakeError,
     ControllerTlsMismatchError,
     NoActiveControllerError,
 )
@@ -207,10 +208,14 @@ class AlterPartitionManager:
         self.requests_sent += 1
         try:
             response = self._send(request)
-        except (ControllerAccessDeniedError, ControllerTlsMismatchError) as exc:
-            # Our certificate is refused, or our TLS settings cannot work with the controller's
-            # listener (said at once, not after a deadline): only an operator (or a certificate
-            # rotation) fixes that. Keep trying, slowly and loudly.
+        except (
+            ControllerAccessDeniedError,
+            ControllerTlsMismatchError,
+            ControllerTlsHandshakeError,
+        ) as exc:
+            # Our certificate is refused, or our TLS settings or certificates cannot work with
+            # the controller's listener (said at once, not after a deadline): only an operator
+            # (or a certificate rotation) fixes that. Keep trying, slowly and loudly.
             denied = isinstance(exc, ControllerAccessDeniedError)
             log.error(
                 "AlterPartition refused by the controller's authorization; will retry"

@@ -22,6 +22,7 @@ from structlog.testing import capture_logs
 from controller.admin.controller_client import (
     ControllerAccessDeniedError,
     ControllerClient,
+    ControllerTlsHandshakeError,
     ControllerTlsMismatchError,
     NoActiveControllerError,
 )
@@ -228,6 +229,47 @@ def test_clients_whose_tls_settings_cannot_work_are_told_at_once(
     assert shown.returncode == 0, shown.stderr
     line = next(ln for ln in shown.stdout.splitlines() if "controller 0 " in ln)
     assert "gRPC TLS, client certificates required" in line, shown.stdout
+
+
+def test_clients_whose_certificates_cannot_work_are_told_at_once(
+    cluster: Cluster, pki: Pki, tmp_path: Path
+) -> None:
+    """Settings that fit the listener, certificates that do not: the client used to retry
+    the failed handshake until its deadline (35 s for the admin commands)."""
+    address = cluster.active_controller().endpoint().grpc
+    other_ca = CertificateAuthority("another CA").write(tmp_path / "other-ca.crt")
+    cert, key = pki.files["admin-alice"]
+    cases = (
+        # The controller's certificate does not chain to the client's CA: said at once.
+        (TlsSettings(cert, key, other_ca).opener(),
+         f"the TLS handshake with controller 0 at {address} failed", "CERTIFICATE_VERIFY_FAILED",
+         "check that --tls-ca-file is the CA that signed the controller's certificate"),
+        # The controller refuses the client's certificate (another CA): it only closes the
+        # connection, so a few closes in a row.
+        (TlsSettings(*pki.files["evil-alice"], pki.ca_file).opener(),
+         f"controller 0 at {address} closed 5 TLS connections in a row", "Socket closed",
+         "it may refuse this tool's certificate"),
+    )  # fmt: skip
+    for opener, *fragments in cases:
+        client = ControllerClient(cluster.broker_port(1), timeout_s=30, channel_opener=opener)
+        started = time.monotonic()
+        with pytest.raises(ControllerTlsHandshakeError) as failed:
+            _list_reassignments(client)
+        assert time.monotonic() - started < 10  # not the deadline
+        for fragment in fragments:
+            assert fragment in str(failed.value)
+    # The admin commands say it in one line, and soon.
+    started = time.monotonic()
+    wrong_ca = subprocess.run(
+        [*CLI, "elect", "--type", "preferred", "--all", "--zookeeper", cluster.connect,
+         "--tls-cert-file", str(cert), "--tls-key-file", str(key), "--tls-ca-file", str(other_ca)],
+        capture_output=True, text=True, cwd=REPO, timeout=60, env={"PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert wrong_ca.returncode == 1
+    assert "CERTIFICATE_VERIFY_FAILED" in wrong_ca.stderr, wrong_ca.stderr
+    # One line: gRPC's C core does not add its own handshake line (GRPC_VERBOSITY=ERROR).
+    assert len(wrong_ca.stderr.strip().splitlines()) == 1, wrong_ca.stderr
+    assert time.monotonic() - started < 20  # the CLI's deadline is 35 s
 
 
 def test_a_tls_client_of_a_plaintext_controller_is_told_at_once(
