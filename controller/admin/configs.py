@@ -309,6 +309,20 @@ def _read_config(port: ZkPort, path: str, label: str) -> tuple[dict[str, str], i
         ) from None
 
 
+def _validate_kept(label: str, kept: Mapping[str, str]) -> None:
+    """The stored configs an alter keeps, checked as Kafka's ``LogConfig.validate`` checks
+    the whole result: one written by hand or by another tool, unknown or invalid, refuses the
+    change until it is deleted or replaced (in the same command, if need be)."""
+    for name, value in kept.items():
+        try:
+            validate_topic_configs({name: value})
+        except InvalidConfigError as exc:
+            raise InvalidConfigError(
+                f"{label} stores a config Kafka would refuse ({exc}): delete it "
+                f"(--delete-config {name}) or set a valid value in the same command"
+            ) from None
+
+
 def _alter(
     port: ZkPort,
     entity_type: str,
@@ -345,6 +359,8 @@ def _alter(
             )
         new = {k: v for k, v in current.items() if k not in delete} | add
         if entity_type == TOPICS:
+            if add:  # a removal only ever takes a problem away
+                _validate_kept(label, {k: v for k, v in new.items() if k not in add})
             validate_topic_config_combination(new)  # on the result, as Kafka validates it
         data = codecs.encode_topic_config(new, inserted=[*current, *add])
         seen: set[str] = set()

@@ -309,6 +309,32 @@ def test_compaction_lags_that_cross_are_refused_on_the_resulting_config() -> Non
     assert zk.exists(paths.topic_path("u")) is None
 
 
+def test_a_stored_config_kafka_would_refuse_refuses_additions_until_replaced() -> None:
+    # Kafka's changeTopicConfig validates the whole result: a value written by hand (or a
+    # name unknown to this version) stops additions until the same command mends it.
+    for bad in ({"retention.ms": "soon"}, {"no.such.config": "1"}):
+        zk = zk_with_topic({**bad, "cleanup.policy": "compact"})
+        before = zk.get(CONFIG)
+        [(name, _)] = bad.items()
+        with pytest.raises(InvalidConfigError) as refused:
+            configs.alter_topic_config(zk, "t", {"segment.ms": "1000"})
+        assert "topic 't' stores a config Kafka would refuse" in str(refused.value)
+        assert f"--delete-config {name}" in str(refused.value)
+        assert zk.get(CONFIG) == before and notifications(zk) == []
+        # Mended in the same command: deleted, or (a known name) replaced.
+        assert configs.alter_topic_config(zk, "t", {"segment.ms": "1000"}, [name]) == {
+            "cleanup.policy": "compact",
+            "segment.ms": "1000",
+        }
+        # A removal alone goes through: it only ever takes a problem away.
+        zk = zk_with_topic({**bad, "cleanup.policy": "compact"})
+        assert configs.alter_topic_config(zk, "t", {}, ["cleanup.policy"]) == bad
+    zk = zk_with_topic({"retention.ms": "soon"})
+    assert configs.alter_topic_config(zk, "t", {"retention.ms": "1000"}) == {
+        "retention.ms": "1000"
+    }
+
+
 def test_a_create_refused_by_zookeeper_is_reported_as_such_not_retried() -> None:
     # Only a race (BADVERSION, NODEEXISTS, NONODE) is retried; NOAUTH (the topics path
     # belongs to another identity) is raised at once, naming itself.
