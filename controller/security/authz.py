@@ -8,7 +8,9 @@ whoever completes the TLS handshake.
 
 Denials are explicit: ``UNAUTHENTICATED`` when the caller presented no verified certificate
 (plaintext, or TLS without client authentication), ``PERMISSION_DENIED`` naming the principal
-and the method otherwise. Both are logged at warning level.
+and the method otherwise. Both are logged at warning level, once a minute per caller host,
+status and method (with the count of the refusals not logged since): a refused controller
+resends every 100 ms, which must not flood the log.
 
 gRPC Python server interceptors do not see the caller (``HandlerCallDetails`` has no auth
 context), so the interceptor wraps the method handler and checks ``context.auth_context()``
@@ -17,6 +19,8 @@ when the call runs, before the servicer.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -101,15 +105,59 @@ def check(allowed: frozenset[str], context: grpc.ServicerContext, method: str) -
     )
 
 
-def _wrap(behavior: Callable[..., Any], allowed: frozenset[str], method: str) -> Callable:
+class RefusalLogLimiter:
+    """Which refusals to log: the first of each (caller host, status, method), then one a
+    ``interval_s``, each saying how many were not logged since."""
+
+    MAX_KEYS = 4096  # forgotten all at once past this: a bound, not an LRU
+
+    def __init__(
+        self, interval_s: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._interval_s = interval_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._seen: dict[tuple[str, ...], tuple[float, int]] = {}  # key -> (logged at, since)
+
+    def admit(self, key: tuple[str, ...]) -> int | None:
+        """The number of refusals suppressed since the last one logged, if this one is to be
+        logged; None if it is not."""
+        now = self._clock()
+        with self._lock:
+            last = self._seen.get(key)
+            if last is not None and now - last[0] < self._interval_s:
+                self._seen[key] = (last[0], last[1] + 1)
+                return None
+            if last is None and len(self._seen) >= self.MAX_KEYS:
+                self._seen.clear()
+            self._seen[key] = (now, 0)
+            return last[1] if last is not None else 0
+
+
+def peer_host(peer: str) -> str:
+    """``ipv4:10.0.0.5:51234`` -> ``ipv4:10.0.0.5``: a caller's connections differ by port."""
+    host, sep, port = peer.rpartition(":")
+    return host if sep and port.isdigit() else peer
+
+
+def _wrap(
+    behavior: Callable[..., Any],
+    allowed: frozenset[str],
+    method: str,
+    limiter: RefusalLogLimiter,
+) -> Callable:
     def guarded(request_or_iterator: Any, context: grpc.ServicerContext) -> Any:
         try:
             check(allowed, context, method)
         except Denied as denied:
-            log.warning(
-                "gRPC call refused", method=method, code=denied.code.name, peer=context.peer(),
-                reason=denied.message,
-            )  # fmt: skip
+            peer = context.peer()
+            suppressed = limiter.admit((peer_host(peer), denied.code.name, method))
+            if suppressed is not None:
+                extra = {"not_logged_since": suppressed} if suppressed else {}
+                log.warning(
+                    "gRPC call refused", method=method, code=denied.code.name, peer=peer,
+                    reason=denied.message, **extra,
+                )  # fmt: skip
             context.abort(denied.code, denied.message)
         return behavior(request_or_iterator, context)
 
@@ -124,8 +172,11 @@ class AuthorizationInterceptor(grpc.ServerInterceptor):
     (``zkcontroller.v1.BrokerService/StopReplica``) -> the principal names allowed to call
     it. A method's rule wins over its service's; calls matching no rule are not checked."""
 
-    def __init__(self, rules: Mapping[str, frozenset[str]]) -> None:
+    def __init__(
+        self, rules: Mapping[str, frozenset[str]], limiter: RefusalLogLimiter | None = None
+    ) -> None:
         self.rules = dict(rules)
+        self.refusal_log = limiter or RefusalLogLimiter()
 
     def intercept_service(
         self,
@@ -142,7 +193,8 @@ class AuthorizationInterceptor(grpc.ServerInterceptor):
             behavior = getattr(handler, name, None)
             if behavior is not None:
                 # RpcMethodHandler is a namedtuple in grpcio: replace just the behaviour.
-                return handler._replace(**{name: _wrap(behavior, allowed, method.lstrip("/"))})
+                wrapped = _wrap(behavior, allowed, method.lstrip("/"), self.refusal_log)
+                return handler._replace(**{name: wrapped})
         return handler
 
 
