@@ -102,9 +102,10 @@ _CONTEXT_GAUGES: tuple[tuple[str, str | None, str], ...] = (
     ("active_broker_count", "active_broker_count", "Live (including shutting-down) brokers."),
     ("fenced_broker_count", None, "Fenced brokers; always 0 in ZooKeeper mode."),
     ("offline_partitions_count", "offline_partitions_count",
-     "Partitions without a live leader, excluding topics being deleted."),
+     "Partitions without a live leader, excluding topics whose deletion has started."),
     ("preferred_replica_imbalance_count", "preferred_replica_imbalance_count",
-     "Partitions whose leader is not the preferred replica."),
+     "Partitions whose leader is not the preferred replica, topics queued for deletion "
+     "excluded."),
     ("topics_to_delete_count", "topics_to_delete_count", "Topics queued for deletion."),
     ("replicas_to_delete_count", "replicas_to_delete_count",
      "Replicas of queued topics not yet deleted."),
