@@ -286,11 +286,13 @@ class ControllerBrokerRequestBatch:
             self.channel.send(
                 broker_id,
                 OutboundRequest.leader_and_isr(request),
-                self._leader_and_isr_callback(broker_id, _TopicNamesOf(request)),
+                self._leader_and_isr_callback(broker_id, broker_epoch, _TopicNamesOf(request)),
             )
         self.leader_and_isr_requests.clear()
 
-    def _leader_and_isr_callback(self, broker_id: int, topic_names: Mapping[str, str]):
+    def _leader_and_isr_callback(
+        self, broker_id: int, broker_epoch: int, topic_names: Mapping[str, str]
+    ):
         put = self._put
 
         def on_response(response: broker_pb2.LeaderAndIsrResponse) -> None:
@@ -298,6 +300,7 @@ class ControllerBrokerRequestBatch:
             put(
                 LeaderAndIsrResponseReceived(
                     broker_id=broker_id,
+                    broker_epoch=broker_epoch,
                     error_code=response.error_code,
                     partition_errors=convert.LazyPartitionErrors(response, topic_names),
                 )

@@ -241,6 +241,7 @@ class AllocateProducerIds(ReplyingEvent):
 class LeaderAndIsrResponseReceived(ControllerEvent):
     state: ClassVar[ControllerState] = ControllerState.LeaderAndIsrResponseReceived
     broker_id: int = -1
+    broker_epoch: int | None = None  # the incarnation the request was sent to (None: any)
     error_code: int = 0
     partition_errors: Mapping[TopicPartition, int] = field(default_factory=dict)
 

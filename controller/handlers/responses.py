@@ -56,6 +56,18 @@ class BrokerResponses:
                 broker_id=event.broker_id,
             )
             return
+        epoch = ctx.live_broker_id_and_epochs().get(event.broker_id)
+        if event.broker_epoch is not None and epoch != event.broker_epoch:
+            # An answer of the broker's previous incarnation, delivered as the bounce removed
+            # its sender (Kafka would apply it): its failed dirs say nothing about the new
+            # one, which answers the LeaderAndIsr its registration brought on its own.
+            log.info(
+                "ignoring LeaderAndIsr response of an earlier incarnation of the broker",
+                broker_id=event.broker_id,
+                request_broker_epoch=event.broker_epoch,
+                broker_epoch=epoch,
+            )
+            return
         offline: set[TopicPartition] = set()
         online: set[TopicPartition] = set()
         strangers: list[TopicPartition] = []

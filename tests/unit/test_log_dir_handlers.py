@@ -124,6 +124,31 @@ def test_not_hosted_on_that_broker_is_ignored(h):
     assert h.zxid == zxid
 
 
+def test_an_answer_of_the_brokers_previous_incarnation_is_ignored(h):
+    # A LeaderAndIsr to broker 1, answered (storage error) only once broker 1 has bounced:
+    # the old incarnation's failed dir says nothing about the new one (its registration
+    # brings its own LeaderAndIsr, answered by itself).
+    old_epoch = h.ctx.live_broker_id_and_epochs()[1]
+    h.kill_broker(1)
+    h.drain()
+    h.register_broker(1)
+    h.drain()
+    fresh = h.channel.requests(1, RequestKind.LEADER_AND_ISR)
+    assert fresh, "the new incarnation is sent a LeaderAndIsr"
+    assert h.ctx.live_broker_id_and_epochs()[1] != old_epoch
+    zxid = h.zxid
+    h.process(
+        LeaderAndIsrResponseReceived(
+            broker_id=1, broker_epoch=old_epoch, partition_errors={T0: Errors.KAFKA_STORAGE_ERROR}
+        )
+    )
+    assert h.ctx.replicas_on_offline_dirs.get(1, set()) == set() and h.zxid == zxid
+    # The new incarnation's own answer, through the callback the batch gave its request, counts.
+    fresh[-1].respond(partition_errors={T0: Errors.KAFKA_STORAGE_ERROR})
+    h.drain()
+    assert h.ctx.replicas_on_offline_dirs == {1: {T0}}
+
+
 def log_dir_event(h: ControllerHarness, data: bytes) -> str:
     return h.admin.create(paths.LOG_DIR_EVENT_CREATE_PATH, data, sequential=True)
 
