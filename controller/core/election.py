@@ -125,20 +125,33 @@ class OfflinePartitionLeaderElectionStrategy:
 
     allow_unclean: bool = False
 
+    def __str__(self) -> str:
+        # As Kafka's case class prints in its error messages (admin clients see them).
+        return f"OfflinePartitionLeaderElectionStrategy({str(self.allow_unclean).lower()})"
+
 
 @dataclass(frozen=True, slots=True)
 class ReassignPartitionLeaderElectionStrategy:
     """Move leadership into the target replica set of a reassignment."""
+
+    def __str__(self) -> str:
+        return "ReassignPartitionLeaderElectionStrategy"  # Kafka's case object
 
 
 @dataclass(frozen=True, slots=True)
 class PreferredReplicaPartitionLeaderElectionStrategy:
     """Move leadership back to the preferred replica (head of RS)."""
 
+    def __str__(self) -> str:
+        return "PreferredReplicaPartitionLeaderElectionStrategy"  # Kafka's case object
+
 
 @dataclass(frozen=True, slots=True)
 class ControlledShutdownPartitionLeaderElectionStrategy:
     """Move leadership off brokers that are in controlled shutdown."""
+
+    def __str__(self) -> str:
+        return "ControlledShutdownPartitionLeaderElectionStrategy"  # Kafka's case object
 
 
 ElectionStrategy = (

@@ -209,6 +209,7 @@ class PartitionStateMachine:
                         f"error during state change of partition {tp} from New to Online, "
                         "assigned replicas are "
                         f"[{','.join(map(str, ctx.partition_replica_assignment(tp)))}], "
+                        f"live brokers are [{','.join(map(str, sorted(ctx.live_broker_ids())))}]. "
                         "No assigned replica is alive."
                     ),
                     scl,
@@ -283,21 +284,32 @@ class PartitionStateMachine:
         self, partitions: list[TopicPartition], strategy: ElectionStrategy
     ) -> tuple[ElectionOutcome, list[TopicPartition]]:
         ctx = self._ctx
-        read = read_states_for_update(self.ctl.gateway, partitions, ctx.epoch)
+        controller_id = self.ctl.controller_id
+
+        def written_by_newer(tp: TopicPartition, epoch: int) -> StateChangeFailedError:
+            return StateChangeFailedError(  # Kafka's words, which admin clients see
+                f"Aborted leader election for partition {tp} since the LeaderAndIsr path was "
+                "already written by another controller. This probably means that the current "
+                f"controller {controller_id} went through a soft failure and another "
+                f"controller was elected with epoch {epoch}."
+            )
+
+        read = read_states_for_update(
+            self.ctl.gateway, partitions, ctx.epoch, newer_controller=written_by_newer
+        )
         finished: ElectionOutcome = dict(read.failed)
         current = read.current
         for tp in read.missing:
             finished[tp] = StateChangeFailedError(
-                f"Failed to elect leader for partition {tp} under strategy "
-                f"{type(strategy).__name__}: LeaderAndIsr information doesn't exist"
+                f"LeaderAndIsr information doesn't exist for partition {tp} in "
+                f"{ctx.partition_state(tp).name} state"
             )
         elections = self._run_elections(current, strategy, finished)
         to_write = {r.tp: r.leader_and_isr for r in elections if r.leader_and_isr is not None}
         for r in elections:
             if r.leader_and_isr is None:
                 finished[r.tp] = StateChangeFailedError(
-                    f"Failed to elect leader for partition {r.tp} under strategy "
-                    f"{type(strategy).__name__}"
+                    f"Failed to elect leader for partition {r.tp} under strategy {strategy}"
                 )
         if not to_write:
             return finished, []

@@ -8,7 +8,7 @@ controller is a failure for that partition (pitfall 23), never a reason to resig
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from controller.core.errors import StateChangeFailedError
@@ -45,9 +45,15 @@ def exhausted_leader_epoch_error(tp: TopicPartition, epoch: int) -> StateChangeF
 
 
 def read_states_for_update(
-    gateway: ZkGateway, partitions: Sequence[TopicPartition], controller_epoch: int
+    gateway: ZkGateway,
+    partitions: Sequence[TopicPartition],
+    controller_epoch: int,
+    *,
+    newer_controller: Callable[[TopicPartition, int], StateChangeFailedError] | None = None,
 ) -> StatesForUpdate:
-    """Kafka's ``getTopicPartitionStatesFromZk``; a failed read fails these partitions only."""
+    """Kafka's ``getTopicPartitionStatesFromZk``; a failed read fails these partitions only.
+    ``newer_controller`` words the error for a state a newer controller wrote (the partition
+    state machine's differs from the replica state machine's, as in Kafka)."""
     out = StatesForUpdate()
     try:
         raw = gateway.get_partition_states_raw(partitions)
@@ -58,7 +64,11 @@ def read_states_for_update(
         res = raw.get(tp)
         if isinstance(res, LeaderIsrAndControllerEpoch):
             if res.controller_epoch > controller_epoch:
-                out.failed[tp] = newer_controller_error(controller_epoch, res.controller_epoch)
+                out.failed[tp] = (
+                    newer_controller(tp, res.controller_epoch)
+                    if newer_controller is not None
+                    else newer_controller_error(controller_epoch, res.controller_epoch)
+                )
             elif res.leader_and_isr.leader_epoch >= MAX_EPOCH:
                 # Every update from here bumps the leader epoch, which must stay an int32.
                 out.failed[tp] = exhausted_leader_epoch_error(tp, res.leader_and_isr.leader_epoch)

@@ -79,11 +79,9 @@ def by_broker(parts: Iterable[Part]) -> list[tuple[int, Part]]:
 
 
 def failed_election(p: Part, strategy: str) -> str:
-    """The controller's error for an election that found no leader."""
-    return (
-        f"Failed to elect leader for partition {p.topic}-{p.index} under strategy "
-        f"{strategy}Strategy"
-    )
+    """The controller's error for an election that found no leader (``strategy`` as Kafka
+    prints it, e.g. ``OfflinePartitionLeaderElectionStrategy(false)``)."""
+    return f"Failed to elect leader for partition {p.topic}-{p.index} under strategy {strategy}"
 
 
 class Machines:
@@ -235,7 +233,7 @@ class Machines:
         if leader is None:
             self._prec(
                 p, S.OFFLINE_PARTITION, S.ONLINE_PARTITION, "offline", event, S.RESULT_FAILED,
-                failed_election(p, "OfflinePartitionLeaderElection"),
+                failed_election(p, "OfflinePartitionLeaderElectionStrategy(false)"),
             )
             return
         p.leader, p.leader_epoch, p.isr = leader, p.leader_epoch + 1, isr

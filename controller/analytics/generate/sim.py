@@ -341,7 +341,8 @@ class ClusterSim(TopicDeletions):
             else:
                 self._prec(
                     p, S.ONLINE_PARTITION, S.ONLINE_PARTITION, "preferred", ev,
-                    S.RESULT_FAILED, failed_election(p, "PreferredReplicaPartitionLeaderElection"),
+                    S.RESULT_FAILED,
+                    failed_election(p, "PreferredReplicaPartitionLeaderElectionStrategy"),
                 )
 
     def _rolling_restart(self) -> None:
@@ -382,7 +383,7 @@ class ClusterSim(TopicDeletions):
                     self._prec(
                         p, p.state, S.ONLINE_PARTITION, "controlled_shutdown", ev,
                         S.RESULT_FAILED,
-                        failed_election(p, "ControlledShutdownPartitionLeaderElection"),
+                        failed_election(p, "ControlledShutdownPartitionLeaderElectionStrategy"),
                     )
         self._replicas_offline(b, followed, ev)
         if stuck and attempt < 3:

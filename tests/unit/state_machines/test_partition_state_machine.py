@@ -320,7 +320,9 @@ def test_offline_partition_to_online_partition_transition_error_code_from_state_
     results = h.psm.handle_state_changes([TP], Online, OFFLINE_STRATEGY)
 
     assert isinstance(results[TP], StateChangeFailedError)
-    assert "doesn't exist" in str(results[TP])
+    assert str(results[TP]) == (  # Kafka's words
+        "LeaderAndIsr information doesn't exist for partition t-0 in OfflinePartition state"
+    )
     assert h.ctx.partition_state(TP) is Offline
     assert_untouched(h, zxid)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from controller.core.election import OfflinePartitionLeaderElectionStrategy
 from controller.core.errors import StateChangeFailedError
 from controller.core.model import (
     LeaderAndIsr,
@@ -83,12 +84,47 @@ def test_state_written_by_a_newer_controller_aborts_the_election_without_resigni
     results = h.psm.handle_state_changes([TP], Online, OFFLINE_STRATEGY)
 
     assert isinstance(results[TP], StateChangeFailedError)
-    assert "another controller" in str(results[TP])
+    # Kafka's words (doElectLeaderForPartitions), which admin clients get back.
+    assert str(results[TP]) == (
+        "Aborted leader election for partition t-0 since the LeaderAndIsr path was already "
+        "written by another controller. This probably means that the current controller 5 "
+        "went through a soft failure and another controller was elected with epoch 51."
+    )
     assert h.zk_state(TP) == newer
     assert h.ctx.partition_state(TP) is Offline
     assert_untouched(h, zxid)
     assert h.controller.is_active and h.ctx.epoch == EPOCH
     assert h.read(paths.CONTROLLER) is not None
+
+
+def test_failed_elections_are_worded_as_kafka_words_them(h: ControllerHarness) -> None:
+    # Admin clients get these texts back in ElectLeaders answers (as Kafka's clients do).
+    h.set_live_brokers([BROKER])
+    h.create_topic("t", {0: [6]})  # broker 6 is not live
+    h.ctx.put_partition_state(TP, Offline)
+    h.set_leadership(TP, -1, [6])
+    for allow_unclean in (True, False):
+        strategy = OfflinePartitionLeaderElectionStrategy(allow_unclean)
+        results = h.psm.handle_state_changes([TP], Online, strategy)
+        assert str(results[TP]) == (
+            "Failed to elect leader for partition t-0 under strategy "
+            f"OfflinePartitionLeaderElectionStrategy({str(allow_unclean).lower()})"
+        )
+    results = h.psm.handle_state_changes([TP], Online, PREFERRED)
+    assert str(results[TP]) == (
+        "Failed to elect leader for partition t-0 under strategy "
+        "PreferredReplicaPartitionLeaderElectionStrategy"
+    )
+    u0 = TopicPartition("u", 0)
+    h.create_topic("u", {0: [6, 7]})
+    h.ctx.put_partition_state(u0, New)
+    h.psm.handle_state_changes([u0], Online, OFFLINE_STRATEGY)
+    [record] = h.state_changes("partition", result="failed")[-1:]
+    assert record["error"] == (
+        "Controller 5 epoch 50 encountered error during state change of partition u-0 from "
+        "New to Online, assigned replicas are [6,7], live brokers are [5]. No assigned "
+        "replica is alive."
+    )
 
 
 def test_stale_epoch_zk_version_raises_controller_moved_from_an_election(
