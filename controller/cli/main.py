@@ -9,10 +9,11 @@ import signal
 import sys
 from collections.abc import Sequence
 
-# gRPC's C core prints lines of its own on stderr (INFO for a failed TLS handshake): not
-# JSON, not in our format, and they repeat what our logs and errors say. Set before any
-# command imports grpc; an operator's GRPC_VERBOSITY (debug, to see why) wins.
-os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+# gRPC's C core prints lines of its own on stderr (INFO for a failed TLS handshake, ERROR
+# for a port in use): not JSON, not in our format, and they repeat what our logs and errors
+# say. Set before any command imports grpc; an operator's GRPC_VERBOSITY (error, or debug
+# to see why a handshake failed) wins.
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 # Subcommand modules, each exposing ``register(subparsers)``. A module that sets
 # ``args.func`` handles its command; ``func`` returns the process exit code.

@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
 
     from controller.daemon import ControllerDaemon
     from controller.security.acls import CredentialsError
-    from controller.security.tls import TlsConfigError
+    from controller.security.tls import ListenerBindError, TlsConfigError
 
     final_flags = {**flags, "zookeeper.connect": config.zookeeper_connect} if embedded else flags
     try:
@@ -133,6 +133,11 @@ def run(args: argparse.Namespace) -> int:
         if embedded is not None:
             embedded.close()
         return 2
+    except ListenerBindError as error:  # a port in use: retried (systemd, every 5 s)
+        print(f"zk-controller run: cannot start: {error}", file=sys.stderr)
+        if embedded is not None:
+            embedded.close()
+        return 1
     except OSError as error:  # e.g. log.dir unusable: the state-change log cannot be opened
         print(f"zk-controller run: cannot start: {error}", file=sys.stderr)
         if embedded is not None:

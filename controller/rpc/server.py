@@ -36,7 +36,7 @@ from controller.api import MESSAGE_SIZE_OPTIONS
 from controller.api.malformed import MalformedRequestInterceptor
 from controller.api.v1 import admin_pb2, admin_pb2_grpc, controller_pb2, controller_pb2_grpc
 from controller.rpc.calls import WaitingSlots
-from controller.security.tls import ServerTls, add_port, bind_failure_reason
+from controller.security.tls import ListenerBindError, ServerTls, add_port, bind_failure_reason
 from controller.zk.port import SessionState
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class ControllerGrpcServer:
         except RuntimeError:  # grpcio raises when it cannot bind; its message says not why
             self.port = 0
         if self.port == 0:
-            raise OSError(
+            raise ListenerBindError(
                 f"cannot bind the gRPC listener to {address}: {bind_failure_reason(address)}"
             )
         host = address.rsplit(":", 1)[0]

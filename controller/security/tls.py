@@ -498,6 +498,12 @@ def add_port(server: grpc.Server, address: str, tls: ServerTls | None) -> int:
     return server.add_secure_port(address, tls.credentials())
 
 
+class ListenerBindError(OSError):
+    """A gRPC listener could not bind its address (a port in use, an address not on this
+    host): a start failure that a restart may mend once the port is free, unlike the
+    configuration errors, which are plain ``OSError``s at start."""
+
+
 def bind_failure_reason(address: str) -> str:
     """Why ``address`` cannot be bound, found by binding a plain socket to it: gRPC's own
     error says only "Failed to bind" and logs the reason on a line of its own."""

@@ -271,7 +271,7 @@ def test_clients_whose_certificates_cannot_work_are_told_at_once(
     )  # fmt: skip
     assert wrong_ca.returncode == 1
     assert "CERTIFICATE_VERIFY_FAILED" in wrong_ca.stderr, wrong_ca.stderr
-    # One line: gRPC's C core does not add its own handshake line (GRPC_VERBOSITY=ERROR).
+    # One line: gRPC's C core does not add its own handshake line (GRPC_VERBOSITY=NONE).
     assert len(wrong_ca.stderr.strip().splitlines()) == 1, wrong_ca.stderr
     assert time.monotonic() - started < 20  # the CLI's deadline is 35 s
 

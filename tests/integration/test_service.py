@@ -146,6 +146,18 @@ def test_a_start_that_fails_is_one_clear_line_and_exit_1_or_2(
                     tmp_path=tmp_path)  # fmt: skip
     assert done.returncode == 1, done
     assert "zk-controller run: cannot start:" in done.stderr and "Traceback" not in done.stderr
+    # The gRPC port in use: exit 1 too (it was 2, which systemd does not restart), one line.
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        busy = holder.getsockname()[1]
+        done = _run("--zookeeper", zk_connect, "--grpc-listen", f"127.0.0.1:{busy}",
+                    tmp_path=tmp_path)  # fmt: skip
+    assert done.returncode == 1, done
+    assert done.stderr.strip().splitlines() == [
+        f"zk-controller run: cannot start: cannot bind the gRPC listener to 127.0.0.1:{busy}: "
+        "Address already in use"
+    ], done.stderr
     # A log.dir that cannot be a directory (its parent is a file): the state-change log.
     (tmp_path / "afile").write_text("")
     done = subprocess.run(
