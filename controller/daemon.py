@@ -57,6 +57,8 @@ from controller.security.tls import (
     ClientTls,
     ServerTls,
     TlsConfigError,
+    TlsFiles,
+    as_path,
     client_tls,
     server_tls,
 )
@@ -566,6 +568,16 @@ def security_file_problems(config: ControllerConfig) -> list[str]:
         zk_security_from_config(config)
     except CredentialsError as exc:
         problems.append(str(exc))
+    try:
+        files = TlsFiles(
+            as_path(config.grpc_tls_cert_file),
+            as_path(config.grpc_tls_key_file),
+            as_path(config.grpc_tls_ca_file),
+        )
+    except TlsConfigError as exc:  # a certificate without its key, or the reverse
+        return [*problems, str(exc)]
+    if unreadable := files.read_problems():
+        return [*problems, *unreadable]  # the checks below would name only the first again
     try:
         server = _grpc_server_tls(config)
     except TlsConfigError as exc:

@@ -90,6 +90,9 @@ def _stamp(paths: Sequence[Path | None]) -> _Stamp:
     return tuple(out)
 
 
+_FILE_KINDS = ("TLS certificate", "TLS key", "TLS CA bundle")
+
+
 def _read(path: Path, what: str) -> bytes:
     try:
         data = path.read_bytes()
@@ -155,16 +158,28 @@ class TlsFiles:
     def paths(self) -> tuple[Path | None, ...]:
         return (self.cert_file, self.key_file, self.ca_file)
 
+    def read_problems(self) -> list[str]:
+        """What stops each configured file from being read as PEM, every one of them (a
+        check before a deployment should name them all, not the first)."""
+        problems: list[str] = []
+        for path, what in zip(self.paths, _FILE_KINDS, strict=True):
+            if path is not None:
+                try:
+                    _read(path, what)
+                except TlsConfigError as exc:
+                    problems.append(str(exc))
+        return problems
+
     def load(self) -> tuple[bytes | None, bytes | None, bytes | None]:
         """(certificate chain, key, CA bundle) as PEM bytes, the pair checked."""
         cert = key = ca = None
         if self.cert_file is not None and self.key_file is not None:
             # Each file read first, so that a missing or unreadable one is named as such.
-            cert = _read(self.cert_file, "TLS certificate")
-            key = _read(self.key_file, "TLS key")
+            cert = _read(self.cert_file, _FILE_KINDS[0])
+            key = _read(self.key_file, _FILE_KINDS[1])
             _check_pair(self.cert_file, self.key_file)
         if self.ca_file is not None:
-            ca = _read(self.ca_file, "TLS CA bundle")
+            ca = _read(self.ca_file, _FILE_KINDS[2])
             _check_ca(self.ca_file, ca)
         return cert, key, ca
 

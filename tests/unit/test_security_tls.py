@@ -324,6 +324,24 @@ def test_validate_config_refuses_an_unusable_ca_bundle(
     assert err.startswith("security configuration:") and str(bad) in err
 
 
+def test_validate_config_names_every_unreadable_tls_file_at_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # It named the first only: an operator needed three runs for three missing files.
+    missing = TlsFiles(tmp_path / "no.crt", tmp_path / "no.key", tmp_path / "no-ca.crt")
+    (tmp_path / "no.key").write_text("not a key")
+    code = _validate_config(monkeypatch, missing, "--grpc-tls-ca-file", str(missing.ca_file))
+    assert code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        f"security configuration: cannot read the TLS certificate {missing.cert_file}: "
+        "No such file or directory",
+        f"security configuration: the TLS key {missing.key_file} is not PEM",
+        f"security configuration: cannot read the TLS CA bundle {missing.ca_file}: "
+        "No such file or directory",
+    ]
+
+
 def test_a_missing_certificate_or_key_file_is_named_as_missing(
     tmp_path: Path, ca: CertificateAuthority
 ) -> None:
