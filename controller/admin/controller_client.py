@@ -134,10 +134,19 @@ def _not_sent(exc: grpc.RpcError) -> bool:
 
 class ControllerClient:
     def __init__(
-        self, port: ZkPort, *, timeout_s: float = 30.0, channel_opener: ChannelOpener = PLAINTEXT
+        self,
+        port: ZkPort,
+        *,
+        timeout_s: float = 30.0,
+        channel_opener: ChannelOpener = PLAINTEXT,
+        answer_grace_s: float = 0.0,
     ) -> None:
+        """``timeout_s`` bounds finding and reaching the active controller; a call that
+        reached it may take ``answer_grace_s`` longer, for a request that carries its own
+        timeout (the controller answers REQUEST_TIMED_OUT at it) to bring that answer back."""
         self._port = port
         self.timeout_s = timeout_s
+        self.answer_grace_s = answer_grace_s
         self._opener = channel_opener
         self._channels: dict[str, grpc.Channel] = {}
 
@@ -276,7 +285,7 @@ class ControllerClient:
                 continue
             none_running_since = None  # a controller is registered now
             address = endpoint.grpc
-            remaining = max(deadline - time.monotonic(), 0.1)
+            remaining = max(deadline - time.monotonic(), 0.1) + self.answer_grace_s
             try:
                 response, call = stub_method(self._channel(address)).with_call(
                     request, timeout=remaining

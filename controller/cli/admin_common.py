@@ -134,6 +134,10 @@ def _configure_jute_maxbuffer(flag: int | None) -> None:
 DEFAULT_ADMIN_TIMEOUT_MS = 30_000
 
 
+#: How much longer than ``--timeout-ms`` a call the controller took may take to answer.
+ANSWER_GRACE_S = 5.0
+
+
 def add_admin_timeout_argument(parser: argparse.ArgumentParser) -> None:
     """``--timeout-ms`` of the commands that call the controller's admin API."""
     parser.add_argument(
@@ -154,9 +158,13 @@ def call_controller_admin(
     followed when it moves) and return its response; ``AdminError`` (one line on stderr
     through ``run_admin``) when no controller answers or the response carries a
     request-level error. ``args`` gives ``timeout_ms`` and the TLS options."""
-    # The controller answers within timeout_ms; the client may also need to find it.
+    # The controller answers within timeout_ms, REQUEST_TIMED_OUT at worst: a call that
+    # reached it waits a little longer for that answer, but finding it takes timeout_ms.
     client = ControllerClient(
-        port, timeout_s=args.timeout_ms / 1000 + 5, channel_opener=channel_opener_from_args(args)
+        port,
+        timeout_s=args.timeout_ms / 1000,
+        channel_opener=channel_opener_from_args(args),
+        answer_grace_s=ANSWER_GRACE_S,
     )
     try:
         response = client.admin(method, request)

@@ -37,12 +37,13 @@ from controller.admin.topic_reads import registered_ids
 from controller.api.errors import Errors, error_name
 from controller.api.v1 import admin_pb2, common_pb2
 from controller.cli.admin_common import (
+    ANSWER_GRACE_S,
     OneLineErrorParser,
     add_connection_arguments,
     run_admin,
     with_auth_hint,
 )
-from controller.cli.argtypes import int_in, positive_seconds, seconds
+from controller.cli.argtypes import int_in, positive_ms, positive_seconds, seconds
 from controller.core.model import ReplicaAssignment, TopicPartition
 from controller.security.cli import add_tls_arguments, channel_opener_from_args
 from controller.zk.errors import ZkError
@@ -132,6 +133,14 @@ def register(subparsers: Any) -> None:
             "--timeout-s", type=positive_seconds, default=DEFAULT_RPC_TIMEOUT_S, metavar="S",
             help="how long to look for the active controller per call (default %(default)s)",
         )  # fmt: skip
+        action.add_argument(  # the name elect and features take
+            "--timeout-ms", type=_ms_as_seconds, dest="timeout_s", metavar="MS",
+            help="--timeout-s in milliseconds",
+        )  # fmt: skip
+
+
+def _ms_as_seconds(text: str) -> float:
+    return positive_ms(text) / 1000
 
 
 def _plan_argument(parser: argparse.ArgumentParser) -> None:
@@ -166,8 +175,12 @@ def _run(args: argparse.Namespace, action: Callable[[ZkPort], int]) -> int:
 
 
 def _client(port: ZkPort, args: argparse.Namespace) -> ControllerClient:
+    # Calls carry the same timeout, at which the controller answers REQUEST_TIMED_OUT.
     return ControllerClient(
-        port, timeout_s=args.timeout_s, channel_opener=channel_opener_from_args(args)
+        port,
+        timeout_s=args.timeout_s,
+        channel_opener=channel_opener_from_args(args),
+        answer_grace_s=ANSWER_GRACE_S,
     )
 
 

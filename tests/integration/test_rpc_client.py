@@ -17,6 +17,7 @@ from controller.admin.controller_client import (
     ControllerAnswerLostError,
     ControllerClient,
     ControllerRefusedCallError,
+    NoActiveControllerError,
 )
 from controller.api.errors import ApiError, Errors
 from controller.api.v1 import admin_pb2
@@ -156,6 +157,26 @@ def test_a_connection_lost_mid_call_is_reported_and_not_resent(
     ):
         client.admin("ElectLeaders", elect_all())
     assert len(ctl.events) == 1
+
+
+def test_a_call_the_controller_took_gets_the_answer_grace_and_finding_it_does_not(
+    served: tuple[ElectingController, ControllerGrpcServer],
+) -> None:
+    # The admin tools pass their --timeout-ms to the controller, which answers by then, and
+    # give the call 5 s more to bring that answer back; finding a controller is bounded by
+    # --timeout-ms alone (it took 5 s more: "--timeout-ms 5000 ... within 10s").
+    ctl, server = served
+    ctl.delay_s = 1.5  # answers after the client's timeout_s, within its grace
+    with ControllerClient(naming(server.address), timeout_s=0.5, answer_grace_s=5) as client:
+        assert len(client.admin("ElectLeaders", elect_all()).results) == PARTITIONS
+    nobody = naming("127.0.0.1:1")  # registered, but nothing listens there
+    started = time.monotonic()
+    with (
+        ControllerClient(nobody, timeout_s=1, answer_grace_s=5) as client,
+        pytest.raises(NoActiveControllerError, match="within 1s"),
+    ):
+        client.admin("ElectLeaders", elect_all())
+    assert time.monotonic() - started < 3
 
 
 def test_a_refusal_marked_resend_is_resent(
