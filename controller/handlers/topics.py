@@ -3,7 +3,7 @@ topic ids, and ``onNewPartitionCreation``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -20,6 +20,12 @@ from controller.core.model import (
 )
 from controller.logs import log_sample
 from controller.zk import paths
+from controller.zk.errors import (
+    ConnectionLossError,
+    ControllerMovedError,
+    SessionExpiredError,
+    ZkError,
+)
 from controller.zk.watches import ChildrenDataChangeHandler
 
 if TYPE_CHECKING:
@@ -208,7 +214,9 @@ class Topics:
                     topic=topic,
                     partitions=sorted(to_add),
                 )
-                self._restore_topic_znode(topic, assignment.topic_id)
+                # The controller's id, as Kafka's restorePartitionReplicaAssignment writes:
+                # the edit may carry another (the znode's is used only when we have none).
+                self._restore_topic_znode(topic, ctx.topic_ids.get(topic) or assignment.topic_id)
             else:
                 log.info("ignoring partition change of a topic being deleted", topic=topic)
             return
@@ -237,8 +245,22 @@ class Topics:
             if ra.replicas:
                 partitions[p] = ra
         self.ctl.gateway.set_topic_assignment(
-            TopicAssignment(topic, topic_id or ctx.topic_ids.get(topic), partitions),
-            ctx.epoch_zk_version,
+            TopicAssignment(topic, topic_id, partitions), ctx.epoch_zk_version
+        )
+
+
+def _best_effort(topic: str, path: str, write: Callable[[], object]) -> None:
+    try:
+        write()
+    except (ControllerMovedError, SessionExpiredError, ConnectionLossError):
+        raise  # the controller's own state: handled by the event loop
+    except ZkError as exc:
+        log.error(
+            "could not clean up after a topic znode removed by hand; a topic created again "
+            "under its name may be acted on by it: remove it by hand",
+            topic=topic,
+            path=path,
+            error=str(exc) or type(exc).__name__,
         )
 
 
@@ -250,10 +272,17 @@ def _forget_vanished_topic(ctl: Controller, topic: str) -> None:
     had deleted. Nothing is sent; what is written is what would act on a topic created
     again under the name: its deletion request and its reassignment entries."""
     ctx = ctl.context
+    # The writes are best effort: one refused (an ACL) must not stop the event before the
+    # topics created with this change are (they would never be: already in all_topics).
     if ctx.is_topic_queued_up_for_deletion(topic):
-        ctl.gateway.delete_topic_deletions([topic], ctx.epoch_zk_version)
+        _best_effort(
+            topic,
+            paths.delete_topic_path(topic),
+            lambda: ctl.gateway.delete_topic_deletions([topic], ctx.epoch_zk_version),
+        )
     if ctl.reassignments is not None:
-        ctl.reassignments.on_topic_deleted(topic)  # before remove_topic forgets the moves
+        forget_moves = ctl.reassignments.on_topic_deleted  # before remove_topic forgets them
+        _best_effort(topic, paths.REASSIGN_PARTITIONS, lambda: forget_moves(topic))
     partitions = sorted(
         tp
         for tp in ctx.partitions_for_topic(topic)

@@ -441,6 +441,19 @@ class TestKafkaReadsWhatItNeverChecks:
         lai = codecs.decode_partition_state(recovering, 3).leader_and_isr
         assert lai.leader_recovery_state is LeaderRecoveryState.RECOVERING
 
+    @pytest.mark.parametrize(
+        "data",
+        [
+            b'{"broker":2,"block_start":"5000","block_end":"5999"}',
+            b'{"version":2,"broker":2,"block_start":"5000","block_end":"5999"}',
+            b'{"version":"1","broker":2,"block_start":"5000","block_end":"5999"}',
+        ],
+        ids=["no-version", "version-2", "version-string"],
+    )
+    def test_a_producer_id_block_whatever_its_version(self, data: bytes) -> None:
+        # It was refused, and every AllocateProducerIds answered UNKNOWN_SERVER_ERROR.
+        assert codecs.decode_producer_id_block(data) == codecs.ProducerIdBlock(2, 5000, 5999)
+
     def test_an_isr_change_notification_without_version(self) -> None:
         data = b'{"partitions":[{"topic":"t","partition":0},{"topic":"t","partition":1}]}'
         got = codecs.decode_isr_change_notification(data, "/isr_change_notification/x")

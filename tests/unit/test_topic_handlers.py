@@ -10,6 +10,7 @@ from controller.admin import topics as admin_topics
 from controller.channel.sender import RequestKind
 from controller.core.model import ReplicaAssignment, TopicAssignment, TopicPartition
 from controller.zk import codecs, paths
+from controller.zk.errors import NoAuthError
 from tests.harness import ControllerHarness, touches
 
 X = "AAAAAAAAAAAAAAAAAAAAAQ"
@@ -265,3 +266,49 @@ def test_a_queued_topic_removed_by_hand_takes_its_deletion_request_with_it() -> 
     h.drain()
     assert h.read(paths.topic_path("t")) is not None
     assert not h.ctx.is_topic_queued_up_for_deletion("t")
+
+
+def test_a_refused_clean_up_of_a_vanished_topic_does_not_lose_the_new_topics() -> None:
+    # The clean-up's deletion of /admin/delete_topics/t was strict: refused (an ACL), it
+    # stopped the TopicChange after all_topics took the new topic, which was then never
+    # created (no state, no leader) until the next failover.
+    h = _three_brokers_and_topic_t()
+    h.kill_broker(3)  # the deletion waits for it
+    h.drain()
+    h.admin.create(paths.delete_topic_path("t"), makepath=True)
+    h.drain()
+    assert h.ctx.is_topic_queued_up_for_deletion("t")
+    refused = NoAuthError("no DELETE permission", paths.delete_topic_path("t"))
+    h.port.fail("multi_many", refused, when=touches(paths.delete_topic_path("t")))
+    _remove_by_hand(h, paths.topic_path("t"))
+    h.create_topic("u", {0: [1, 2]}, in_context=False)
+    with capture_logs() as logs:
+        h.drain()
+    state = h.zk_state(TopicPartition("u", 0))
+    assert state is not None and state.leader_and_isr.leader == 1
+    assert "t" not in h.ctx.all_topics and not h.ctx.partitions_for_topic("t")
+    [error] = [e for e in logs if e["event"].startswith("could not clean up after a topic")]
+    assert error["path"] == paths.delete_topic_path("t") and error["log_level"] == "error"
+
+
+def test_partitions_added_to_a_topic_being_deleted_are_undone_with_the_controllers_id() -> None:
+    # Kafka's restorePartitionReplicaAssignment writes the controller's topic id; the id of
+    # the edited znode was written back instead.
+    h = ControllerHarness(controller_id=5)
+    for broker in (1, 2, 3):
+        h.register_broker(broker)
+    h.start()
+    h.create_topic("t", {0: [1, 2, 3]}, topic_id=X, in_context=False)
+    h.drain()
+    h.kill_broker(3)  # the deletion waits for it
+    h.drain()
+    h.admin.create(paths.delete_topic_path("t"), makepath=True)
+    h.drain()
+    other = "AAAAAAAAAAAAAAAAAAAAAg"
+    edited = TopicAssignment(
+        "t", other, {0: ReplicaAssignment((1, 2, 3)), 1: ReplicaAssignment((2, 1))}
+    )
+    h.admin.set(paths.topic_path("t"), codecs.encode_topic_assignment(edited))
+    h.drain()
+    znode = codecs.decode_topic_assignment("t", h.read(paths.topic_path("t")) or b"")
+    assert sorted(znode.partitions) == [0] and znode.topic_id == X

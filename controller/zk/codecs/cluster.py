@@ -107,7 +107,7 @@ def decode_producer_id_block(
     if not data:
         return None
     obj = load(data, path)
-    version_field(obj, path, (1,))
+    # No version check: Kafka's parseProducerIdBlockData never reads it.
     # Any int, as Kafka reads it: its ZooKeeper migration writes broker -1.
     broker = int_field(obj, "broker", path)
     start = decimal_str(obj, "block_start", path)
