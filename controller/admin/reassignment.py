@@ -396,9 +396,19 @@ def write_reassignment_znode(port: ZkPort, plan: Mapping[TopicPartition, Sequenc
 
 
 def refuse_if_reassignment_znode_exists(port: ZkPort) -> None:
-    """Kafka's pre-2.4 tool: one ZooKeeper submission at a time."""
-    if port.exists(paths.REASSIGN_PARTITIONS) is not None:
-        raise _in_progress()
+    """Kafka's pre-2.4 tool: one ZooKeeper submission at a time. A malformed one is named as
+    such: nothing runs, and only deleting it lets a submission through."""
+    if port.exists(paths.REASSIGN_PARTITIONS) is None:
+        return
+    _, problem = read_reassignment_znode(port)
+    if problem is not None:
+        raise ReassignmentInProgressError(
+            f"{paths.REASSIGN_PARTITIONS} exists but is malformed, so nothing is running and "
+            f"the controller ignores it ({problem}): delete it (zkCli.sh: delete "
+            f"{paths.REASSIGN_PARTITIONS}) to submit through ZooKeeper, or submit without "
+            "--via-zookeeper (which also deletes it)"
+        )
+    raise _in_progress()
 
 
 def _in_progress() -> ReassignmentInProgressError:

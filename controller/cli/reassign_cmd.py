@@ -46,6 +46,7 @@ from controller.cli.admin_common import (
 from controller.cli.argtypes import int_in, positive_ms, positive_seconds, seconds
 from controller.core.model import ReplicaAssignment, TopicPartition
 from controller.security.cli import add_tls_arguments, channel_opener_from_args
+from controller.zk import paths
 from controller.zk.errors import ZkError
 from controller.zk.port import ZkPort
 
@@ -390,6 +391,8 @@ def _wait(
                 print(plans.format_progress(progress))
                 print(f"Gave up waiting after {args.wait_timeout_s:g}s: "
                       f"{len(plan) - len(reported)} still in progress.")  # fmt: skip
+                if args.throttle is not None:  # the end of the wait would have cleared them
+                    print(f"The reassignment goes on; {THROTTLES_STAY}", file=sys.stderr)
                 return 1
             time.sleep(DEFAULT_POLL_INTERVAL_S)
         print(plans.format_progress(progress))
@@ -523,6 +526,11 @@ def list_command(args: argparse.Namespace) -> int:
             ]}))  # fmt: skip
         else:
             print(plans.format_ongoing(ongoing))
+        _, problem = plans.read_reassignment_znode(port)
+        if problem is not None:  # listed by nobody, yet it blocks --via-zookeeper submissions
+            print(f"WARNING: the controller ignores the pending ZooKeeper request: {problem}; "
+                  f"delete {paths.REASSIGN_PARTITIONS} (nothing of it runs)",
+                  file=sys.stderr)  # fmt: skip
         return 0
 
     return _run(args, action)

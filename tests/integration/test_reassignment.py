@@ -290,6 +290,12 @@ def test_malformed_zk_request_is_ignored_and_nothing_is_lost(cluster: Cluster, c
     assert daemon.controller.call(lambda c: not c.context.partitions_being_reassigned)
     assert cluster.zk.get(paths.REASSIGN_PARTITIONS)[0] == content
     assert cluster.zk.get(paths.topic_path("t"))[0] == before
+    # `reassign list` says it is there and ignored (it listed nothing, silently).
+    listed = cli("reassign", "list", zk=cluster.connect)
+    assert listed.returncode == 0, listed.stderr
+    assert "No partition reassignments found." in listed.stdout
+    assert "WARNING: the controller ignores the pending ZooKeeper request" in listed.stderr
+    assert f"delete {paths.REASSIGN_PARTITIONS}" in listed.stderr
     # The controller keeps serving; the next API reassignment also clears the stale znode
     # (Kafka's maybeRemoveFromZkReassignment finds nothing left in it).
     assert alter(client, {T0: [2]}) == {T0: (Errors.NONE, "")}
@@ -600,7 +606,7 @@ def test_cli_wait_says_which_target_brokers_are_down(cluster: Cluster, tmp_path:
     """A move onto a dead broker waits for it; --wait used to sit silent on "Waiting for ..."
     (with no limit by default), which looked like a slow copy."""
     zk, plan = t0_on_1_2_with_a_plan_to_3_2(cluster, tmp_path)
-    execute = execute_and_wait(zk, plan, "--wait-timeout-s", "15")
+    execute = execute_and_wait(zk, plan, "--wait-timeout-s", "15", "--throttle", "100000")
     try:
         wait_topic(cluster, partitions={"0": [3, 2, 1]}, adding_replicas={"0": [3]})
         cluster.kill_broker(3)
@@ -615,6 +621,8 @@ def test_cli_wait_says_which_target_brokers_are_down(cluster: Cluster, tmp_path:
     assert lines.count(said) == 1, out  # once, not at every poll
     assert lines.index(said) > lines.index("Waiting for 1 partition reassignment to finish...")
     assert "Gave up waiting after 15s: 1 still in progress." in lines
+    # The throttles it set stay (the end of the wait clears them): said, with the way out.
+    assert "The reassignment goes on; the replication throttles this execute set stay" in err
 
 
 def test_cli_execute_via_zookeeper_and_cancel(cluster: Cluster, tmp_path: Path):

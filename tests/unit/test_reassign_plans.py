@@ -284,6 +284,14 @@ def test_legacy_znode_is_created_once(zk: MemoryZkSession) -> None:
     entries, problem = plans.read_reassignment_znode(zk)
     assert entries == {}
     assert problem is not None and paths.REASSIGN_PARTITIONS in problem
+    # Refused still, but not as "an existing assignment running": nothing runs, and the
+    # operator is told what to delete.
+    with pytest.raises(plans.ReassignmentInProgressError) as refused:
+        plans.write_reassignment_znode(zk, plan)
+    assert str(refused.value).startswith(
+        "/admin/reassign_partitions exists but is malformed, so nothing is running"
+    )
+    assert "delete /admin/reassign_partitions" in str(refused.value)
 
 
 def test_progress_lines_are_kafkas(zk: MemoryZkSession) -> None:
