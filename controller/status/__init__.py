@@ -108,6 +108,9 @@ class ClusterStatus:
     # Topic or topic-config znodes that cannot be read (a topic whose assignment is
     # unreadable has no partitions counted above).
     topic_errors: list[str] = field(default_factory=list)
+    # False where no cluster has ever run (neither /brokers/ids nor /controller_epoch):
+    # most often a connect string without the cluster's chroot.
+    cluster_found: bool = True
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -323,7 +326,12 @@ def collect_status(port: ZkPort, *, scrape_timeout: float = SCRAPE_TIMEOUT_S) ->
     broker_default = describe_broker_default_config(port)
     requested, malformed_request = _reassignment_request(port)
     epoch, epoch_error = _epoch(port)
+    found = (
+        port.exists(paths.BROKERS_IDS) is not None
+        or port.exists(paths.CONTROLLER_EPOCH) is not None
+    )
     return ClusterStatus(
+        cluster_found=found,
         time=time.time(),
         active_controller=cluster.controller_id,
         controller_error=cluster.controller_error,
@@ -425,6 +433,13 @@ def render(status: ClusterStatus, *, source: str = "") -> str:
     epoch = "-" if status.controller_epoch is None else str(status.controller_epoch)
     if status.controller_epoch_error:
         epoch = "unreadable"
+    if not status.cluster_found:
+        lines.append(
+            f"No cluster here: neither {paths.BROKERS_IDS} nor {paths.CONTROLLER_EPOCH} exists. "
+            "Is the chroot missing from the connect string (e.g. zk1:2181/kafka)? A "
+            "cluster's controller and brokers create them when they first start."
+        )
+        lines.append("")
     lines.append(f"Active controller: {active}   epoch: {epoch}")
     if status.controller_epoch_error:
         lines.append(

@@ -279,6 +279,24 @@ def test_status_fails_cleanly_without_zookeeper(free_port: Any) -> None:
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_a_connect_string_where_no_cluster_ran_says_so(zk_connect: str) -> None:
+    # An ensemble's root (the chroot left out) showed an empty cluster and nothing else.
+    out = status(zk_connect, "--once")
+    assert out.returncode == 0, out.stderr
+    assert "No cluster here: neither /brokers/ids nor /controller_epoch exists" in out.stdout
+    assert "Is the chroot missing from the connect string" in out.stdout
+    assert status_json(zk_connect)["cluster_found"] is False
+    from tests.support import kazoo
+
+    client = kazoo(zk_connect)
+    try:
+        client.ensure_path("/brokers/ids")  # a cluster's first broker or controller made it
+    finally:
+        client.stop()
+    assert "No cluster here" not in status(zk_connect, "--once").stdout
+    assert status_json(zk_connect)["cluster_found"] is True
+
+
 def test_an_unreadable_controller_znode_is_shown_not_hidden(zk_connect: str) -> None:
     """A malformed /controller blocks every election; status and brokers list say so
     instead of "none"."""
