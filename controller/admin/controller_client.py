@@ -37,7 +37,7 @@ from controller.api.v1 import admin_pb2_grpc, controller_pb2_grpc
 from controller.security.tls import PLAINTEXT, ChannelOpener
 from controller.zk import codecs, endpoints, paths
 from controller.zk.endpoints import ControllerEndpoint, decode_controller_endpoint
-from controller.zk.errors import NoNodeError
+from controller.zk.errors import MalformedZnodeError, NoNodeError
 from controller.zk.port import ZkPort
 
 R = TypeVar("R")
@@ -170,6 +170,30 @@ class ControllerClient:
             return None
         return codecs.decode_controller(data, paths.CONTROLLER)
 
+    def _not_advertised(self, controller_id: int) -> str:
+        """Why ``controller_id``, named by ``/controller``, has no address to call."""
+        try:
+            data, _ = self._port.get(paths.CONTROLLER)
+            registration = codecs.decode_controller_full(data, paths.CONTROLLER)
+        except (NoNodeError, MalformedZnodeError):
+            registration = None
+        if (
+            registration is not None
+            and registration.broker_id == controller_id
+            and registration.kraft_controller_epoch >= 0
+        ):
+            return (
+                f"controller {controller_id} (in /controller) is a KRaft controller (a "
+                "ZooKeeper-to-KRaft migration, kraftControllerEpoch "
+                f"{registration.kraft_controller_epoch}): no zk-controller can be elected while "
+                "it holds /controller (zk-controller status shows it)"
+            )
+        return (
+            f"controller {controller_id} (in /controller) has not advertised an address: it is "
+            "not a zk-controller (a Kafka broker acting as controller?), or it has only just "
+            "started"
+        )
+
     def _controllers_running(self) -> bool:
         """Whether any controller process has advertised itself (active or standby)."""
         try:
@@ -259,11 +283,7 @@ class ControllerClient:
             endpoint = self.endpoint_of(target) if target is not None else None
             if target is None or endpoint is None:
                 if target is not None:
-                    last_problem = (
-                        f"controller {target} (in /controller) has not advertised an address: "
-                        "it is not a zk-controller (a Kafka broker acting as controller?), or "
-                        "it has only just started"
-                    )
+                    last_problem = self._not_advertised(target)
                 if once:
                     break
                 # A failover or a restart leaves a moment with no controller; no controller

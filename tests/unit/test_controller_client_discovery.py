@@ -59,6 +59,20 @@ def test_a_kafka_broker_as_controller_is_named() -> None:
     assert "and no zk-controller is running against this ZooKeeper" in message
 
 
+def test_a_kraft_controller_holding_the_controller_znode_is_named() -> None:
+    # A ZooKeeper-to-KRaft migration: status named it, the admin tools guessed at a broker.
+    zk = MemoryZooKeeper().open_session()
+    zk.create(paths.CONTROLLER, b'{"version":2,"brokerid":3000,"timestamp":"1",'
+              b'"kraftControllerEpoch":5}')  # fmt: skip
+    message, took = list_reassignments(zk, timeout_s=30)
+    assert took < 10
+    assert (
+        "controller 3000 (in /controller) is a KRaft controller (a ZooKeeper-to-KRaft "
+        "migration, kraftControllerEpoch 5): no zk-controller can be elected while it holds "
+        "/controller" in message
+    )
+
+
 def test_a_failover_with_a_standby_running_is_waited_through_to_the_deadline() -> None:
     """A standby is registered: a controller will come; only the deadline ends the wait."""
     zk = MemoryZooKeeper().open_session()
