@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.config.addresses import HostPort
-from controller.config.model import ConfigError, ConfigProblem, ControllerConfig
+from controller.config.model import WHOLE_SOURCE, ConfigError, ConfigProblem, ControllerConfig
 from controller.config.settings import (
     _SETTINGS_BY_ENV,
     ENV_PREFIX,
@@ -44,14 +44,15 @@ def read_config_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list
         with open(path, "rb") as f:
             data = tomllib.load(f)
     except OSError as exc:
-        return {}, [ConfigProblem(source, "-", f"cannot read: {exc.strerror or exc}")]
+        return {}, [ConfigProblem(source, WHOLE_SOURCE, f"cannot read: {exc.strerror or exc}")]
     except UnicodeDecodeError as exc:
         bad = exc.object[exc.start : exc.start + 1].hex()
-        return {}, [ConfigProblem(source, "-", f"not UTF-8: byte 0x{bad} at offset {exc.start}")]
+        problem = f"not UTF-8: byte 0x{bad} at offset {exc.start}"
+        return {}, [ConfigProblem(source, WHOLE_SOURCE, problem)]
     except tomllib.TOMLDecodeError as exc:
         # Kafka's operators know server.properties (key=value, strings unquoted): say so.
         hint = 'settings are TOML, strings quoted: zookeeper.connect = "zk1:2181/kafka"'
-        return {}, [ConfigProblem(source, "-", f"invalid TOML: {exc} ({hint})")]
+        return {}, [ConfigProblem(source, WHOLE_SOURCE, f"invalid TOML: {exc} ({hint})")]
     values: dict[str, Any] = {}
     problems: list[ConfigProblem] = []
     for name, value in _flatten(data):
@@ -94,7 +95,7 @@ def load_config(
     if config_file is not None:
         file_values, file_problems = read_config_file(config_file)
         problems.extend(file_problems)
-        file_unread = any(p.key == "-" for p in file_problems)
+        file_unread = any(p.key == WHOLE_SOURCE for p in file_problems)
         for name, raw in file_values.items():
             apply(name, raw, f"file {os.fspath(config_file)}", textual=False)
             if sources[name].startswith("file "):

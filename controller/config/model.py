@@ -79,6 +79,10 @@ class ControllerConfig:
         return self.sources.get(name, "default")
 
 
+#: ``ConfigProblem.key`` of a problem with a whole source (an unreadable file), not a setting.
+WHOLE_SOURCE = "-"
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigProblem:
     source: str  # "file F", "env V", "flag --f", or "config" for cross-setting checks
@@ -86,6 +90,8 @@ class ConfigProblem:
     message: str
 
     def __str__(self) -> str:
+        if self.key == WHOLE_SOURCE:  # the file as a whole, no setting to name
+            return f"{self.source}: {self.message}"
         return f"{self.source}: {self.key}: {self.message}"
 
 
