@@ -221,6 +221,7 @@ class ControllerDaemon:
             state_change_log=self.state_change_log,
             metrics=self.metrics,
         )
+        self.metrics.watch_unclean_default(lambda: self.controller.unclean_leader_election_default)
         gc.set_threshold(*GC_THRESHOLDS)
         freeze_heap_after_failover(self.controller, self.channel)
         listen = config.grpc_listen

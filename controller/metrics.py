@@ -457,6 +457,25 @@ class ControllerMetrics:
             registry=self._registry,
         ).set_function(read)
 
+    def watch_unclean_default(self, source: Callable[[], bool]) -> None:
+        """Export the unclean-election default this controller applies (``source``: read at
+        scrape time, so a SIGHUP reload or a change of the brokers' default shows)."""
+
+        def read() -> float:
+            try:
+                return 1.0 if source() else 0.0
+            except Exception:  # a broken source must not fail the whole scrape
+                log.exception("unclean default source failed")
+                return math.nan
+
+        Gauge(
+            PREFIX + "unclean_leader_election_enabled",
+            "1 when unclean leader election is allowed by default here: the brokers' dynamic "
+            "default (/config/brokers/<default>) if set, else this controller's "
+            "unclean.leader.election.enable; topics' configs override it.",
+            registry=self._registry,
+        ).set_function(read)
+
     def read_session_state(self) -> str | None:
         if self._session_state_source is None:
             return None

@@ -11,6 +11,7 @@ type (since each became active) are shown too.
 from __future__ import annotations
 
 import http.client
+import math
 import time
 import urllib.request
 from collections import deque
@@ -130,6 +131,7 @@ _SCRAPED = {
     "kafka_controller_failovers_total": "failovers_total",
     "kafka_controller_unclean_leader_elections_total": "unclean_leader_elections_total",
     "kafka_controller_channel_total_queue_size": "channel_total_queue_size",
+    "kafka_controller_unclean_leader_election_enabled": "unclean_leader_election_enabled",
 }
 
 
@@ -402,7 +404,12 @@ def _unclean_line(status: ClusterStatus) -> str:
     if status.unclean_default_error is not None:
         default = f"unreadable ({status.unclean_default_error})"
     elif status.unclean_default is None:
-        default = "not set (each controller's own setting)"
+        default = "not set (each controller's own setting"
+        active = next((c for c in status.controllers if c.active), None)
+        own = active.metrics.get("unclean_leader_election_enabled") if active else None
+        if own is not None and not math.isnan(own):
+            default += f"; the active controller's: {'true' if own else 'false'}"
+        default += ")"
     else:
         default = status.unclean_default
     topics = [

@@ -86,6 +86,9 @@ def test_every_metric_exists_and_follows_the_cluster(cluster: Cluster) -> None:
     assert s0[P + "preferred_replica_imbalance_count"] == 0
     assert s0[P + "zk_migration_state"] == 4 and s1[P + "zk_migration_state"] == 4
     assert s0[P + "fenced_broker_count"] == 0
+    # The unclean-election default each applies (unclean.leader.election.enable's, false).
+    assert s0[P + "unclean_leader_election_enabled"] == 0
+    assert s1[P + "unclean_leader_election_enabled"] == 0
     for s in (s0, s1):
         assert s[P + 'zookeeper_session_state{state="connected"}'] == 1
         assert s[P + 'zookeeper_session_state{state="lost"}'] == 0

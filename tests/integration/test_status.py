@@ -183,7 +183,7 @@ def test_a_partition_never_elected_is_offline_without_a_state(cluster: Cluster) 
 
 def test_status_shows_where_unclean_elections_are_allowed(cluster: Cluster) -> None:
     cluster.start_broker(1)
-    cluster.start_controller(0)
+    cluster.start_controller(0, **{"unclean.leader.election.enable": "true"})
     cluster.active_controller()
     cluster.create_topic("t", {0: [1]})
     cluster.create_topic("u", {0: [1]})
@@ -194,7 +194,11 @@ def test_status_shows_where_unclean_elections_are_allowed(cluster: Cluster) -> N
         {},
     )
     text = status(cluster.connect, "--once").stdout
-    assert "Unclean leader election: brokers' default not set" in text
+    # The active controller's own setting, which applies with no brokers' default.
+    assert (
+        "Unclean leader election: brokers' default not set (each controller's own setting; "
+        "the active controller's: true)" in text
+    )
     assert "topics setting it: none" in text
     with admin_session(cluster.connect, 10_000) as port:
         configs.alter_topic_config(port, "t", {"unclean.leader.election.enable": "true"})
