@@ -216,7 +216,8 @@ class Machines:
                     p, S.NEW_PARTITION, S.ONLINE_PARTITION, None, event, S.RESULT_FAILED,
                     f"Controller {self.controller} epoch {self.epoch} encountered error during "
                     f"state change of partition {p.topic}-{p.index} from New to Online, "
-                    f"assigned replicas are [{replicas}], No assigned replica is alive.",
+                    f"assigned replicas are [{replicas}], live brokers are "
+                    f"[{','.join(map(str, sorted(live)))}]. No assigned replica is alive.",
                 )
                 return
             p.leader, p.isr, p.leader_epoch, p.led = alive[0], alive, 0, True
