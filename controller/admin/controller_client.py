@@ -84,9 +84,17 @@ _REFUSED = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNIMPLEMENTED)
 _NOT_SENT = "failed to connect to all addresses"
 # ...and for a port nothing listens on (a controller restarting): no listener was reached.
 _REFUSED_CONNECTION = "Connection refused"
-# grpc-core's words for a handshake that failed on this side (the controller's certificate
-# does not verify, or does not name the host): the same files fail the same way next time.
-_HANDSHAKE_FAILED = ("handshake failed", "CERTIFICATE_VERIFY_FAILED", "Hostname Verification")
+# grpc-core's (BoringSSL's) words for a handshake that failed on a certificate (the
+# controller's does not verify or does not name the host; an alert naming ours): the same
+# files fail the same way next time. Not any "handshake failed": a listener going down
+# mid-handshake is one too, and passes.
+_HANDSHAKE_FAILED = (
+    "CERTIFICATE_VERIFY_FAILED",
+    "Hostname Verification",
+    "TLSV1_ALERT_UNKNOWN_CA",
+    "SSLV3_ALERT_BAD_CERTIFICATE",
+    "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+)
 # ...and for a listener that closed the connection: a mutual-TLS listener refusing this
 # client's certificate says nothing else. A few in a row from one address, not one: a
 # listener going down closes connections too.
