@@ -124,6 +124,19 @@ def _run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+def _run_with_port_in_use(
+    listen_flag: str, zk_connect: str, tmp_path: Path
+) -> tuple[subprocess.CompletedProcess[str], int]:
+    """``run`` told to listen (``listen_flag``) on a port another socket holds."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        busy = holder.getsockname()[1]
+        done = _run("--zookeeper", zk_connect, listen_flag, f"127.0.0.1:{busy}",
+                    tmp_path=tmp_path)  # fmt: skip
+    return done, busy
+
+
 def test_a_start_that_fails_is_one_clear_line_and_exit_1_or_2(
     zk_connect: str, tmp_path: Path
 ) -> None:
@@ -138,21 +151,11 @@ def test_a_start_that_fails_is_one_clear_line_and_exit_1_or_2(
     assert "zk-controller run: cannot start:" in done.stderr
     assert unreachable in done.stderr  # which ensemble could not be reached
     assert "Traceback" not in done.stderr
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        busy = holder.getsockname()[1]
-        done = _run("--zookeeper", zk_connect, "--metrics-listen", f"127.0.0.1:{busy}",
-                    tmp_path=tmp_path)  # fmt: skip
+    done, _ = _run_with_port_in_use("--metrics-listen", zk_connect, tmp_path)
     assert done.returncode == 1, done
     assert "zk-controller run: cannot start:" in done.stderr and "Traceback" not in done.stderr
     # The gRPC port in use: exit 1 too (it was 2, which systemd does not restart), one line.
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        busy = holder.getsockname()[1]
-        done = _run("--zookeeper", zk_connect, "--grpc-listen", f"127.0.0.1:{busy}",
-                    tmp_path=tmp_path)  # fmt: skip
+    done, busy = _run_with_port_in_use("--grpc-listen", zk_connect, tmp_path)
     assert done.returncode == 1, done
     assert done.stderr.strip().splitlines() == [
         f"zk-controller run: cannot start: cannot bind the gRPC listener to 127.0.0.1:{busy}: "

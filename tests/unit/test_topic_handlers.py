@@ -174,6 +174,16 @@ def _three_brokers_and_topic_t() -> ControllerHarness:
     return h
 
 
+def _topic_t_queued_for_deletion() -> ControllerHarness:
+    """Topic t queued for deletion, which waits for broker 3 (dead)."""
+    h = _three_brokers_and_topic_t()
+    h.kill_broker(3)
+    h.drain()
+    h.admin.create(paths.delete_topic_path("t"), makepath=True)
+    h.drain()
+    return h
+
+
 def _remove_by_hand(h: ControllerHarness, *znodes: str) -> None:
     for path in znodes:
         for child in h.admin.get_children(path):
@@ -211,11 +221,7 @@ def test_an_offline_topic_removed_by_hand_leaves_the_offline_count() -> None:
 def test_a_stuck_deletion_unstuck_by_hand_leaves_nothing_for_the_next_one() -> None:
     # Brokers 1 and 2 had answered the first deletion: their replicas stayed
     # ReplicaDeletionSuccessful, and deleting the re-created topic skipped them.
-    h = _three_brokers_and_topic_t()
-    h.kill_broker(3)
-    h.drain()
-    h.admin.create(paths.delete_topic_path("t"), makepath=True)
-    h.drain()
+    h = _topic_t_queued_for_deletion()
     for request in h.channel.requests(kind=RequestKind.STOP_REPLICA):
         request.respond()
     h.drain()
@@ -254,11 +260,7 @@ def test_a_moving_topic_removed_by_hand_leaves_no_reassignment_behind() -> None:
 
 def test_a_queued_topic_removed_by_hand_takes_its_deletion_request_with_it() -> None:
     # The request left behind would delete a topic created again under the name.
-    h = _three_brokers_and_topic_t()
-    h.kill_broker(3)  # the deletion waits for it
-    h.drain()
-    h.admin.create(paths.delete_topic_path("t"), makepath=True)
-    h.drain()
+    h = _topic_t_queued_for_deletion()
     _remove_by_hand(h, paths.topic_path("t"))
     h.drain()
     assert h.read(paths.delete_topic_path("t")) is None
@@ -272,11 +274,7 @@ def test_a_refused_clean_up_of_a_vanished_topic_does_not_lose_the_new_topics() -
     # The clean-up's deletion of /admin/delete_topics/t was strict: refused (an ACL), it
     # stopped the TopicChange after all_topics took the new topic, which was then never
     # created (no state, no leader) until the next failover.
-    h = _three_brokers_and_topic_t()
-    h.kill_broker(3)  # the deletion waits for it
-    h.drain()
-    h.admin.create(paths.delete_topic_path("t"), makepath=True)
-    h.drain()
+    h = _topic_t_queued_for_deletion()
     assert h.ctx.is_topic_queued_up_for_deletion("t")
     refused = NoAuthError("no DELETE permission", paths.delete_topic_path("t"))
     h.port.fail("multi_many", refused, when=touches(paths.delete_topic_path("t")))
