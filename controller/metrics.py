@@ -438,43 +438,44 @@ class ControllerMetrics:
     def set_session_state_source(self, source: Callable[[], str] | None) -> None:
         self._session_state_source = source
 
-    def watch_tls_certificate(self, source: Callable[[], float | None]) -> None:
-        """Export the gRPC server certificate's expiry (``source``: its notAfter as a Unix
-        time, read at scrape time so rotations show); call once, only with TLS on."""
+    def _scrape_time_gauge(
+        self, name: str, documentation: str, what: str, source: Callable[[], float | None]
+    ) -> None:
+        """A gauge read from ``source`` at scrape time (NaN when it has no value or fails:
+        a broken source must not fail the whole scrape)."""
 
         def read() -> float:
             try:
                 value = source()
-            except Exception:  # a broken source must not fail the whole scrape
-                log.exception("TLS certificate source failed")
+            except Exception:
+                log.exception(f"{what} source failed")
                 return math.nan
-            return math.nan if value is None else value
+            return math.nan if value is None else float(value)
 
-        Gauge(
-            PREFIX + "tls_certificate_expiry_timestamp_seconds",
+        Gauge(PREFIX + name, documentation, registry=self._registry).set_function(read)
+
+    def watch_tls_certificate(self, source: Callable[[], float | None]) -> None:
+        """Export the gRPC server certificate's expiry (``source``: its notAfter as a Unix
+        time, read at scrape time so rotations show); call once, only with TLS on."""
+        self._scrape_time_gauge(
+            "tls_certificate_expiry_timestamp_seconds",
             "When the TLS certificate the gRPC server presents expires (notAfter, Unix "
             "time); follows certificate rotations. Absent without TLS.",
-            registry=self._registry,
-        ).set_function(read)
+            "TLS certificate",
+            source,
+        )
 
     def watch_unclean_default(self, source: Callable[[], bool]) -> None:
         """Export the unclean-election default this controller applies (``source``: read at
         scrape time, so a SIGHUP reload or a change of the brokers' default shows)."""
-
-        def read() -> float:
-            try:
-                return 1.0 if source() else 0.0
-            except Exception:  # a broken source must not fail the whole scrape
-                log.exception("unclean default source failed")
-                return math.nan
-
-        Gauge(
-            PREFIX + "unclean_leader_election_enabled",
+        self._scrape_time_gauge(
+            "unclean_leader_election_enabled",
             "1 when unclean leader election is allowed by default here: the brokers' dynamic "
             "default (/config/brokers/<default>) if set, else this controller's "
             "unclean.leader.election.enable; topics' configs override it.",
-            registry=self._registry,
-        ).set_function(read)
+            "unclean default",
+            lambda: 1.0 if source() else 0.0,
+        )
 
     def read_session_state(self) -> str | None:
         if self._session_state_source is None:

@@ -20,12 +20,7 @@ from controller.core.model import (
 )
 from controller.logs import log_sample
 from controller.zk import paths
-from controller.zk.errors import (
-    ConnectionLossError,
-    ControllerMovedError,
-    SessionExpiredError,
-    ZkError,
-)
+from controller.zk.errors import ConnectionLossError, SessionExpiredError, ZkError
 from controller.zk.watches import ChildrenDataChangeHandler
 
 if TYPE_CHECKING:
@@ -252,8 +247,8 @@ class Topics:
 def _best_effort(topic: str, path: str, write: Callable[[], object]) -> None:
     try:
         write()
-    except (ControllerMovedError, SessionExpiredError, ConnectionLossError):
-        raise  # the controller's own state: handled by the event loop
+    except (SessionExpiredError, ConnectionLossError):
+        raise  # the controller's own session: handled by the event loop (as ControllerMoved)
     except ZkError as exc:
         log.error(
             "could not clean up after a topic znode removed by hand; a topic created again "
