@@ -391,6 +391,7 @@ class ReloadingChannel(grpc.Channel):
         self._options = [*options, *tls.options()]
         self._lock = threading.Lock()
         self._retired: list[grpc.Channel] = []
+        self._closed = False
         self._generation, channel = self._open()
         self._channel = channel
 
@@ -400,11 +401,13 @@ class ReloadingChannel(grpc.Channel):
 
     def current(self) -> grpc.Channel:
         generation, _ = self._tls.credentials()
-        if generation == self._generation:
+        if generation == self._generation or self._closed:
             return self._channel
         stale: list[grpc.Channel] = []
         with self._lock:
-            if generation != self._generation:
+            # Closed: a call racing the close fails on the closed channel; reopening here
+            # would send it, after its sender was stopped, on a channel nobody closes.
+            if generation != self._generation and not self._closed:
                 stale, self._retired = self._retired, [self._channel]
                 self._generation, self._channel = self._open()
             current = self._channel
@@ -434,6 +437,7 @@ class ReloadingChannel(grpc.Channel):
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             channels, self._retired = [self._channel, *self._retired], []
         for channel in channels:
             channel.close()

@@ -249,6 +249,24 @@ def test_a_long_lived_channel_keeps_at_most_one_replaced_channel(
     channel.close()
 
 
+def test_a_closed_channel_is_not_reopened_by_a_rotation(
+    tmp_path: Path, ca: CertificateAuthority
+) -> None:
+    # A call starting just after its sender's stop, when a rotation is first noticed, used to
+    # open a fresh channel (never closed) and send the request after the broker's removal.
+    files = _files(tmp_path, ca, "client")
+    channel = ChannelOpener(ClientTls(files)).open("127.0.0.1:1")
+    assert isinstance(channel, ReloadingChannel)
+    before = channel.current()
+    channel.close()
+    ca.issue("client", sans=("127.0.0.1",)).write(tmp_path / "client")
+    _bump(files.cert_file, files.key_file)  # type: ignore[arg-type]
+    assert channel.current() is before
+    with pytest.raises(ValueError, match="closed channel"):
+        channel.unary_unary("/x.Y/Z")(b"", timeout=1)
+    assert channel._retired == []
+
+
 def _unusable_cas(tmp_path: Path, ca: CertificateAuthority) -> list[Path]:
     garbage = tmp_path / "garbage-ca.pem"
     garbage.write_text("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
