@@ -36,6 +36,7 @@ from controller.channel.manager import ControllerChannelManager
 from controller.config import (
     ConfigError,
     ControllerConfig,
+    HostPort,
     changed_settings,
 )
 from controller.core.controller import Controller
@@ -311,7 +312,7 @@ class ControllerDaemon:
         return ControllerEndpoint(
             self.config.controller_id,
             f"{_advertised(grpc_host)}:{self.grpc.port}",
-            f"{_advertised(metrics.host)}:{self.http.port if self.http else metrics.port}",
+            _advertised_address(metrics.host, self.http.port if self.http else metrics.port),
             grpc_security_protocol=endpoints.PLAINTEXT if tls is None else endpoints.SSL,
             grpc_client_auth=client_auth,
         )
@@ -623,3 +624,9 @@ def _broker_client_tls(config: ControllerConfig) -> ClientTls | None:
 def _advertised(host: str) -> str:
     """A host clients can dial: wildcard binds advertise this machine's name."""
     return socket.getfqdn() if host in ("", "0.0.0.0", "::", "[::]") else host
+
+
+def _advertised_address(host: str, port: int) -> str:
+    """``host:port`` clients can dial, an IPv6 host in brackets (as gRPC's own address is:
+    readers split host from port at the last colon)."""
+    return str(HostPort(_advertised(host), port))

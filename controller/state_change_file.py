@@ -169,6 +169,8 @@ class LineFile:
             for n in sorted(self._backup_numbers(), reverse=True):
                 if n < self._backups:
                     Path(f"{base}.{n}").replace(f"{base}.{n + 1}")
+                elif n > self._backups:  # left by a run with more backups: past the limit
+                    Path(f"{base}.{n}").unlink(missing_ok=True)
             self.path.replace(f"{base}.1")
         finally:
             self._fd = self._open()

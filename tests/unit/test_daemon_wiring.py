@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -102,6 +103,16 @@ def test_a_grpc_listen_without_a_host_binds_every_interface(tmp_path: Path) -> N
     daemon = daemon_with(tmp_path, **{"grpc.listen": ":0"})
     assert daemon.grpc.port > 0
     assert daemon.grpc.address.startswith("0.0.0.0:")
+
+
+def test_advertised_addresses_bracket_an_ipv6_host() -> None:
+    # The metrics address was advertised as "::1:PORT" (the gRPC one, from gRPC's own
+    # address, was bracketed): readers splitting at the last colon got the host wrong.
+    advertised = daemon_module._advertised_address
+    assert advertised("::1", 9309) == "[::1]:9309"
+    assert advertised("fd00::7", 9309) == "[fd00::7]:9309"
+    assert advertised("127.0.0.1", 9309) == "127.0.0.1:9309"
+    assert advertised("::", 9309) == f"{socket.getfqdn()}:9309"  # a wildcard: our name
 
 
 def test_a_metrics_listen_that_cannot_bind_names_the_listener(tmp_path: Path) -> None:

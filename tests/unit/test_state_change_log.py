@@ -187,6 +187,25 @@ def test_size_based_rotation_keeps_events_whole_and_the_newest_backups(tmp_path:
     assert [r["topic"] for r in records(path.read_text())] == ["last"]
 
 
+def test_rotation_after_lowering_backups_deletes_the_backups_past_the_new_limit(
+    tmp_path: Path,
+) -> None:
+    # Only FILE.N below the limit were shifted: after a restart with fewer backups, the
+    # files past it stayed on disk for ever (the setting says the oldest are deleted).
+    path = tmp_path / "sc.log"
+    for n in range(1, 7):
+        (tmp_path / f"sc.log.{n}").write_text(f"backup {n}\n")
+    (tmp_path / "sc.log.07").write_text("not a backup\n")
+    log = StateChangeLog(path, 1, max_bytes=1, backups=2)
+    log.partition(TP, None, "NewPartition")
+    log.flush()  # crosses max_bytes: rotated here
+    log.close()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["sc.log", "sc.log.07", "sc.log.1", "sc.log.2"]
+    assert records((tmp_path / "sc.log.1").read_text())[0]["to_state"] == "NewPartition"
+    assert (tmp_path / "sc.log.2").read_text() == "backup 1\n"
+
+
 @pytest.mark.timeout(60)
 def test_rotation_with_the_largest_backups_setting_moves_only_the_files_there_are(
     tmp_path: Path,
