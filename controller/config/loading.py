@@ -163,11 +163,25 @@ def _resolve_derived(values: dict[str, Any], sources: dict[str, str]) -> None:
 def _cross_checks(values: Mapping[str, Any], sources: Mapping[str, str]) -> list[ConfigProblem]:
     problems = []
     grpc, metrics = values["grpc.listen"], values["metrics.listen"]
-    if isinstance(grpc, HostPort) and grpc == metrics and grpc.port != 0:
+    if isinstance(grpc, HostPort) and isinstance(metrics, HostPort) and _overlap(grpc, metrics):
+        where = "" if grpc == metrics else ", on an interface both would bind"
         problems.append(ConfigProblem(
-            sources["metrics.listen"], "metrics.listen", f"same address as grpc.listen ({grpc})"))
+            sources["metrics.listen"], "metrics.listen",
+            f"same port as grpc.listen ({grpc}){where}"))
     problems.extend(_security_checks(values, sources))
     return problems
+
+
+def _overlap(a: HostPort, b: HostPort) -> bool:
+    """Whether two listeners would contend for one port: a configuration error (exit 2, not
+    a start that fails and is retried for ever). "::" (dual-stack) and "" take the port on
+    every interface, "0.0.0.0" on every IPv4 one."""
+    if a.port != b.port or a.port == 0:
+        return False
+    if a.host == b.host or {a.host, b.host} & {"", "::"}:
+        return True
+    other = b.host if a.host == "0.0.0.0" else a.host if b.host == "0.0.0.0" else None
+    return other is not None and ":" not in other
 
 
 def _security_checks(values: Mapping[str, Any], sources: Mapping[str, str]) -> list[ConfigProblem]:

@@ -253,6 +253,49 @@ def test_every_problem_is_reported_with_its_source(tmp_path: Path) -> None:
                        ).leader_imbalance_per_broker_percentage == 150  # fmt: skip
 
 
+def test_a_problem_names_its_setting_once() -> None:
+    # "env ZKC_TYPO: ZKC_TYPO: unknown setting", and the credentials parser's own
+    # "zookeeper.auth.credentials.value: ..." after the key, read as a stutter.
+    env = {"ZKC_CONTROLER_ID": "1", "ZKC_ZOOKEEPER_AUTH_CREDENTIALS_VALUE": "no-colon",
+           "ZKC_ZOOKEEPER_AUTH_SCHEME": "digest"}  # fmt: skip
+    with pytest.raises(ConfigError) as exc:
+        load_config(env=env, overrides={"controller.id": 0, "zookeeper.connect": "zk:2181"})
+    lines = str(exc.value).splitlines()[1:]
+    assert lines == [
+        "  - env ZKC_CONTROLER_ID: unknown setting",
+        "  - env ZKC_ZOOKEEPER_AUTH_CREDENTIALS_VALUE: zookeeper.auth.credentials.value: "
+        "expected user:password on the first line",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("grpc", "metrics", "clash"),
+    [
+        ("127.0.0.1:9095", "127.0.0.1:9095", True),
+        ("127.0.0.1:9095", "0.0.0.0:9095", True),  # was only caught at bind: exit 1, retried
+        ("0.0.0.0:9095", "10.0.0.5:9095", True),
+        ("[::]:9095", "127.0.0.1:9095", True),
+        (":9095", "[::1]:9095", True),
+        ("0.0.0.0:9095", "[::1]:9095", False),  # IPv4 wildcard, IPv6 host: no contention
+        ("127.0.0.1:9095", "127.0.0.2:9095", False),
+        ("0.0.0.0:9095", "0.0.0.0:9309", False),
+        ("0.0.0.0:0", "0.0.0.0:0", False),  # ephemeral ports never clash
+    ],
+)
+def test_listeners_that_contend_for_a_port_are_a_configuration_problem(
+    grpc: str, metrics: str, clash: bool
+) -> None:
+    overrides = {"controller.id": 0, "zookeeper.connect": "zk:2181"}
+    flags = {"grpc.listen": grpc, "metrics.listen": metrics}
+    if not clash:
+        load_config(env={}, flags=flags, overrides=overrides)
+        return
+    with pytest.raises(ConfigError) as exc:
+        load_config(env={}, flags=flags, overrides=overrides)
+    assert problems_of(exc) == {("flag --metrics-listen", "metrics.listen")}
+    assert "metrics.listen: same " in str(exc.value) and "grpc.listen (" in str(exc.value)
+
+
 def test_missing_required_settings() -> None:
     with pytest.raises(ConfigError) as exc:
         load_config(env={})
@@ -299,7 +342,9 @@ def test_an_unreadable_file_does_not_also_report_its_settings_as_missing(
 
 def test_same_listen_address_is_rejected() -> None:
     env = {**REQUIRED_ENV, "ZKC_GRPC_LISTEN": "127.0.0.1:9000", "ZKC_METRICS_LISTEN": ":9000"}
-    load_config(env=env)  # "" and 127.0.0.1 are different hosts: allowed
+    with pytest.raises(ConfigError) as exc:  # "" binds every interface, 127.0.0.1 too
+        load_config(env=env)
+    load_config(env={**env, "ZKC_METRICS_LISTEN": "127.0.0.2:9000"})  # different hosts
     with pytest.raises(ConfigError) as exc:
         load_config(env={**env, "ZKC_METRICS_LISTEN": "127.0.0.1:9000"})
     assert problems_of(exc) == {("env ZKC_METRICS_LISTEN", "metrics.listen")}
