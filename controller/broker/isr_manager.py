@@ -142,6 +142,9 @@ class AlterPartitionManager:
         self._unsent: dict[TopicPartition, AlterPartitionItem] = {}
         self._stopping = False
         self._thread: threading.Thread | None = None
+        # Bumped by every start and stop: a sender thread or resend timer of an earlier start
+        # (not joined beyond stop's timeout) ends instead of sending beside the new one.
+        self._generation = 0
         # Diagnostics: requests sent, and partition answers by error name.
         self.requests_sent = 0
         self.answers: dict[str, int] = {}
@@ -153,8 +156,12 @@ class AlterPartitionManager:
             if self._thread is not None:
                 return
             self._stopping = False
+            self._generation += 1
             self._thread = threading.Thread(
-                target=self._run, name=f"broker-{self.broker_id}-alter-partition", daemon=True
+                target=self._run,
+                args=(self._generation,),
+                name=f"broker-{self.broker_id}-alter-partition",
+                daemon=True,
             )
             self._thread.start()
 
@@ -164,6 +171,7 @@ class AlterPartitionManager:
         the partition table first)."""
         with self._cond:
             self._stopping = True
+            self._generation += 1
             self._unsent.clear()
             self._cond.notify_all()
             thread, self._thread = self._thread, None
@@ -172,10 +180,12 @@ class AlterPartitionManager:
 
     # -- submitting ------------------------------------------------------------------------
 
-    def submit(self, item: AlterPartitionItem) -> bool:
-        """Queue a change; False if one for the same partition is already queued."""
+    def submit(self, item: AlterPartitionItem, generation: int | None = None) -> bool:
+        """Queue a change; False if one for the same partition is already queued (or
+        ``generation``, a resend's, is from before a stop)."""
         with self._cond:
-            if self._stopping or item.tp in self._unsent:
+            stale = generation is not None and generation != self._generation
+            if self._stopping or stale or item.tp in self._unsent:
                 return False
             self._unsent[item.tp] = item
             self._cond.notify_all()
@@ -187,20 +197,23 @@ class AlterPartitionManager:
 
     # -- the sender thread -----------------------------------------------------------------
 
-    def _run(self) -> None:
+    def _run(self, generation: int) -> None:
+        def stopped() -> bool:
+            return self._stopping or self._generation != generation
+
         while True:
             with self._cond:
-                while not self._unsent and not self._stopping:
+                while not self._unsent and not stopped():
                     self._cond.wait()
-                if self._stopping:
+                if stopped():
                     return
                 items = list(self._unsent.values())
-            backoff = self._send_once(items)
+            backoff = self._send_once(items, generation)
             if backoff:
                 with self._cond:
-                    self._cond.wait_for(lambda: self._stopping, backoff)
+                    self._cond.wait_for(stopped, backoff)
 
-    def _send_once(self, items: list[AlterPartitionItem]) -> float:
+    def _send_once(self, items: list[AlterPartitionItem], generation: int) -> float:
         """Send the items in one request; returns how long to wait before the next one: the
         retry backoff when any item is still unanswered (so a controller that keeps leaving a
         partition out is not asked again in a busy loop), 0 when all were answered."""
@@ -266,14 +279,14 @@ class AlterPartitionManager:
                 log.exception("AlterPartition callback failed", partition=str(item.tp))
                 again = False
             if again:
-                self._resubmit_later(item)
+                self._resubmit_later(item, generation)
         return 0.0 if answered_all else self._retry_backoff_s
 
-    def _resubmit_later(self, item: AlterPartitionItem) -> None:
+    def _resubmit_later(self, item: AlterPartitionItem, generation: int) -> None:
         # Kafka resubmits at once and sends after its 50 ms scheduling delay; without the
         # delay a partition-level NOT_CONTROLLER would be a busy loop against a stale node.
         def resubmit() -> None:
-            self.submit(item)
+            self.submit(item, generation)
 
         timer = threading.Timer(self._retry_backoff_s, resubmit)
         timer.daemon = True

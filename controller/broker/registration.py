@@ -7,7 +7,10 @@ Done the way Kafka's ``KafkaZkClient.registerBroker`` does it (reference §1.4, 
   0)``, so its stat.version is 1, exactly as Kafka leaves it. The **broker epoch is the
   znode's czxid**.
 * NODEEXISTS is checked, not trusted (Kafka's ``CheckedEphemeral``): a node owned by *this*
-  session is ours (a create whose reply was lost and that was resent, ZOOKEEPER-2985); a node
+  session with our very bytes is ours (a create whose reply was lost and that was resent,
+  ZOOKEEPER-2985); other bytes of this session are a registration of another broker object
+  sharing the session (live: the id is taken) or left by a stop without deregistering
+  (deleted and re-created, a new epoch: the restarted broker has lost its state); a node
   owned by a session this registrar held before (e.g. the deletion of an expired session's
   ephemerals not yet visible on the server we reconnected to) is deleted and re-created; any
   other owner means the broker id is taken: ``BrokerIdInUseError`` (also for a persistent
@@ -23,6 +26,7 @@ import contextlib
 import dataclasses
 import threading
 import time
+import weakref
 from collections.abc import Callable
 
 import structlog
@@ -35,6 +39,13 @@ from controller.zk.port import Create, SessionState, SetData, ZkPort
 log = structlog.get_logger("controller.broker.registration")
 
 RETRY_BACKOFF_S = 1.0
+
+# Registrars holding their node, by (ZooKeeper client, path): brokers in one process may
+# share a session, where the node's owner alone cannot tell them apart.
+_holders: weakref.WeakValueDictionary[tuple[int, str], BrokerRegistrar] = (
+    weakref.WeakValueDictionary()
+)
+_holders_lock = threading.Lock()
 
 
 class BrokerIdInUseError(Exception):
@@ -130,9 +141,16 @@ class BrokerRegistrar:
         if self._worker is not None and self._worker is not threading.current_thread():
             self._worker.join()
         self._worker = None
+        with _holders_lock:
+            if _holders.get(self._holder_key) is self:
+                del _holders[self._holder_key]
         if deregister:
             with contextlib.suppress(ZkError):  # ZooKeeper unreachable: the session will expire
                 self._delete_if_ours()
+
+    @property
+    def _holder_key(self) -> tuple[int, str]:
+        return (id(self._zk), self.path)
 
     # -- registration ------------------------------------------------------------------------
 
@@ -150,6 +168,8 @@ class BrokerRegistrar:
             if session is not None:
                 self._sessions.add(session)
             self._epoch = epoch
+            with _holders_lock:
+                _holders[self._holder_key] = self
         log.info(
             "registered broker",
             broker_id=self.broker_id,
@@ -175,22 +195,37 @@ class BrokerRegistrar:
             error = next(r.error for r in results if r.error and r.error.code != "ROLLEDBACK")
             if not isinstance(error, NodeExistsError):
                 raise error
-            epoch = self._after_node_exists()
+            epoch = self._after_node_exists(data)
             if epoch is not None:
                 return epoch
             # The node was gone, or a leftover of ours was deleted: create again.
 
-    def _after_node_exists(self) -> int | None:
-        """The epoch if the existing node is this session's; None to retry the create."""
+    def _after_node_exists(self, data: bytes) -> int | None:
+        """The epoch if the existing node is this very create's; None to retry the create."""
         try:
-            _, stat = self._zk.get(self.path)
+            stored, stat = self._zk.get(self.path)
         except NoNodeError:
             log.info("broker znode went away while checking it; creating again", path=self.path)
             return None
         owner = stat.ephemeral_owner
         if owner != 0 and owner == self._zk.session_id:
-            # Our own create, resent after a lost reply: the multi applied, data and all.
-            return stat.czxid
+            if stored == data:
+                # Our own create, resent after a lost reply: the multi applied, data and all
+                # (the bytes hold this registration's timestamp: no other create wrote them).
+                return stat.czxid
+            with _holders_lock:
+                holder = _holders.get(self._holder_key)
+            if holder is not None and holder is not self and holder.epoch == stat.czxid:
+                raise BrokerIdInUseError(self.broker_id, owner)  # a live broker, our session
+            log.warning(
+                "deleting a registration this session left (a broker stopped without "
+                "deregistering); registering again with a new epoch",
+                path=self.path,
+                owner=hex(owner),
+            )
+            with contextlib.suppress(NoNodeError):
+                self._zk.delete(self.path, stat.version)
+            return None
         if owner != 0 and owner in self._sessions:
             log.warning(
                 "deleting our registration left over from a previous session",
@@ -205,7 +240,13 @@ class BrokerRegistrar:
     def _delete_if_ours(self) -> None:
         stat = self._zk.exists(self.path)
         session = self._zk.session_id
-        if stat is not None and session is not None and stat.ephemeral_owner == session:
+        # The czxid too: another broker object sharing our session may hold the id.
+        if (
+            stat is not None
+            and session is not None
+            and stat.ephemeral_owner == session
+            and stat.czxid == self._epoch
+        ):
             with contextlib.suppress(NoNodeError):
                 self._zk.delete(self.path, stat.version)
             log.info("deregistered broker", broker_id=self.broker_id, path=self.path)

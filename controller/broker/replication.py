@@ -8,8 +8,8 @@ enough to drive Kafka's ISR rules (``Partition.scala`` in 3.6, ZooKeeper mode):
   ``replica_fetch_interval_ms``, one request per leader carrying every partition they follow
   there, with the leader epoch of their last LeaderAndIsr. A partition stops being fetched
   when the broker stops following it: StopReplica, a LeaderAndIsr that makes it leader, or a
-  failed log dir. The leader's address comes from the LeaderAndIsr ``live_leaders`` (else from
-  the UpdateMetadata cache, on the inter-broker listener).
+  failed log dir. The leader's address comes from the UpdateMetadata cache, on the
+  inter-broker listener (else from the LeaderAndIsr ``live_leaders``: ``state.leader_address``).
 * **Leaders** (``Replication.handle_fetch``) accept a fetch at exactly their leader epoch from a
   replica of the partition, and record it: with no data, a follower that fetches is caught up.
   A fetching follower outside the ISR that is alive in the metadata cache is proposed for the
@@ -68,6 +68,8 @@ _WAIT_FOR_LEADER_AND_ISR = frozenset(
         Errors.FENCED_LEADER_EPOCH,
         Errors.INVALID_UPDATE_VERSION,
         Errors.INVALID_REQUEST,
+        # Never sent by ZooKeeper-mode controllers; Kafka's broker waits for metadata on it.
+        Errors.NEW_LEADER_ELECTED,
     }
 )
 # Errors that return the partition to its committed state: the controller says the change
@@ -176,6 +178,11 @@ class Replication:
         self.fetcher.stop()
         if self._alter_partition is not None:
             self._alter_partition.stop()
+        with self._lock:
+            # The manager dropped the queued changes: pending ones nobody sends would block
+            # every ISR change of their partitions after a start again. Late answers to them
+            # find no pending change and are ignored.
+            self._leaders.clear()
         thread, self._expiration = self._expiration, None
         if thread is not None:
             thread.join(5)
@@ -253,9 +260,9 @@ class Replication:
                 follower = leader.followers[replica] = FollowerState(0.0)
             follower.last_fetch_ms = follower.last_caught_up_ms = now
             follower.broker_epoch = replica_epoch
-            item = self._maybe_expand_isr(tp, hosted, leader, replica)
-        if item is not None:
-            self._submit(item)
+            proposal = self._maybe_expand_isr(tp, hosted, leader, replica)
+        if proposal is not None:
+            self._submit(*proposal)
         return Errors.NONE, epoch
 
     def _leader_state(self, tp: TopicPartition, hosted: Hosted, now: float) -> LeaderState:
@@ -283,7 +290,7 @@ class Replication:
 
     def _maybe_expand_isr(
         self, tp: TopicPartition, hosted: Hosted, leader: LeaderState, replica: int
-    ) -> AlterPartitionItem | None:
+    ) -> tuple[AlterPartitionItem, PendingChange] | None:
         if leader.pending is not None or leader.frozen_by is not None:
             return None
         if replica in hosted.isr:
@@ -301,7 +308,7 @@ class Replication:
         partitions a shrink was proposed for."""
         now = self._clock()
         lag = self.config.replica_lag_time_max_ms
-        proposed: list[AlterPartitionItem] = []
+        proposed: list[tuple[AlterPartitionItem, PendingChange]] = []
         with self._lock:
             # Under the lock, as in the fetch path: never propose from a row older than an
             # answer already applied.
@@ -329,9 +336,9 @@ class Replication:
                 )
                 isr = tuple(r for r in hosted.isr if r not in out_of_sync)
                 proposed.append(self._propose(tp, hosted, leader, "shrink", isr))
-        for item in proposed:
-            self._submit(item)
-        return [item.tp for item in proposed]
+        for item, pending in proposed:
+            self._submit(item, pending)
+        return [item.tp for item, _ in proposed]
 
     @staticmethod
     def _follower(leader: LeaderState, replica: int, now: float) -> FollowerState:
@@ -351,7 +358,7 @@ class Replication:
         leader: LeaderState,
         kind: str,
         isr: tuple[int, ...],
-    ) -> AlterPartitionItem:
+    ) -> tuple[AlterPartitionItem, PendingChange]:
         pending = PendingChange(kind, isr, hosted.leader_epoch, hosted.partition_epoch)
         leader.pending = pending
         epochs = []
@@ -370,7 +377,7 @@ class Replication:
             leader_epoch=hosted.leader_epoch,
             partition_epoch=hosted.partition_epoch,
         )
-        return AlterPartitionItem(
+        item = AlterPartitionItem(
             tp=tp,
             topic_id=hosted.topic_id,
             leader_epoch=hosted.leader_epoch,
@@ -379,14 +386,12 @@ class Replication:
             partition_epoch=hosted.partition_epoch,
             callback=lambda result: self._on_answer(tp, pending, result),
         )
+        return item, pending
 
-    def _submit(self, item: AlterPartitionItem) -> None:
+    def _submit(self, item: AlterPartitionItem, pending: PendingChange) -> None:
         if self._alter_partition is None:
             log.debug("not registered: ISR change not proposed", partition=str(item.tp))
-            with self._lock:
-                leader = self._leaders.get(item.tp)
-                if leader is not None:
-                    leader.pending = None
+            self._drop_pending(item.tp, pending)
             return
         if not self._alter_partition.submit(item):
             # An older change (an earlier leader epoch) is still queued. Back to the committed
@@ -395,10 +400,15 @@ class Replication:
             log.warning(
                 "an ISR change is already queued; proposing again later", partition=str(item.tp)
             )
-            with self._lock:
-                leader = self._leaders.get(item.tp)
-                if leader is not None:
-                    leader.pending = None
+            self._drop_pending(item.tp, pending)
+
+    def _drop_pending(self, tp: TopicPartition, pending: PendingChange) -> None:
+        # Only this change: between its proposal and here (outside the lock) a LeaderAndIsr
+        # may have moved the partition on and a newer change been proposed and queued.
+        with self._lock:
+            leader = self._leaders.get(tp)
+            if leader is not None and leader.pending is pending:
+                leader.pending = None
 
     def _on_answer(self, tp: TopicPartition, pending: PendingChange, result: Result) -> bool:
         """The controller's answer to ``pending``; True to send it again."""

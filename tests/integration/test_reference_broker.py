@@ -3,6 +3,7 @@ health, reflection, and (with a real ZooKeeper) its registration and re-registra
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -634,13 +635,42 @@ def test_leftover_node_of_a_previous_session_is_replaced(
         new_port.stop()
 
 
-def test_node_already_created_by_this_session_is_adopted(zk_port: KazooPort) -> None:
-    # ZOOKEEPER-2985: a create whose reply was lost and that was resent finds its own node.
+def test_node_already_created_by_this_session_is_adopted(
+    zk_port: KazooPort, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ZOOKEEPER-2985: a create whose reply was lost and that was resent finds its own node,
+    # with its own bytes (the multi applied create and data together).
+    monkeypatch.setattr(time, "time", lambda: 1_700_000_000.0)  # the registration's timestamp
     zk_port.ensure_path("/brokers/ids")
-    zk_port.create("/brokers/ids/8", b"{}", ephemeral=True)
+    registration = dataclasses.replace(_registration(8), timestamp_ms=1_700_000_000_000)
+    zk_port.create("/brokers/ids/8", codecs.encode_broker_registration(registration),
+                   ephemeral=True)  # fmt: skip
     _, before = zk_port.get("/brokers/ids/8")
     epoch = BrokerRegistrar(zk_port, _registration(8)).register()
     assert epoch == before.czxid
+
+
+def test_brokers_sharing_a_session_cannot_take_each_others_id(zk_port: KazooPort) -> None:
+    # Brokers in one process may share a session: the node's owner alone said "ours", so a
+    # second broker with the id took the first one's epoch (and its stop deleted the first
+    # one's registration); a broker stopped without deregistering and started again kept
+    # advertising its old port.
+    first = BrokerServer(BrokerConfig(8), zk_port).start()
+    second = BrokerServer(BrokerConfig(8), zk_port)
+    with pytest.raises(BrokerIdInUseError):
+        second.start()
+    second.stop(grace=0)
+    data, stat = zk_port.get("/brokers/ids/8")
+    assert stat.czxid == first.broker_epoch  # untouched by the refused one, and its stop
+    assert f':{first.port}"' in data.decode()
+    first.stop(grace=0, deregister=False)  # crashed; the session (shared) lives on
+    again = BrokerServer(BrokerConfig(8), zk_port).start()
+    try:
+        data, stat = zk_port.get("/brokers/ids/8")
+        assert stat.czxid == again.broker_epoch > first.broker_epoch  # a new incarnation
+        assert f':{again.port}"' in data.decode() and f':{first.port}"' not in data.decode()
+    finally:
+        again.stop(grace=0)
 
 
 def test_cli_runs_registers_and_stops_cleanly_on_sigterm(zk_connect: str) -> None:

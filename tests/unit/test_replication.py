@@ -607,3 +607,104 @@ def test_manager_backs_off_longer_when_the_controller_cannot_be_called(
         wait_until(lambda: results, timeout=5, what="answered after the backoff")
     finally:
         manager.stop()
+
+
+def test_a_manager_started_again_sends_from_one_thread_only():
+    # stop() waits only its timeout for a request in flight; the old sender thread then kept
+    # looping beside the new one (two requests in flight, Kafka allows one).
+    release, first_done = threading.Event(), threading.Event()
+    in_flight = [0, 0]  # now, most at once
+    lock = threading.Lock()
+
+    def send(request: object) -> controller_pb2.AlterPartitionResponse:
+        with lock:
+            in_flight[0] += 1
+            in_flight[1] = max(in_flight)
+            first = in_flight[1] == 1 and not release.is_set()
+        try:
+            if first:
+                release.wait(5)  # a slow controller
+                first_done.set()
+                raise OSError("timed out")
+            time.sleep(0.05)
+            return controller_pb2.AlterPartitionResponse(error_code=Errors.NOT_CONTROLLER)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    manager = AlterPartitionManager(1, lambda: 100, send, retry_backoff_s=0.02)
+    manager.start()
+    try:
+        assert manager.submit(item(TP, []))
+        wait_until(lambda: in_flight[0] == 1, timeout=5, what="the first request in flight")
+        manager.stop(timeout=0.05)  # the join gives up: the request is still in flight
+        manager.start()
+        assert manager.submit(item(TopicPartition("t", 1), []))
+        release.set()  # the abandoned request ends; its thread must end with it
+        assert first_done.wait(5)
+        time.sleep(0.05)
+        with lock:
+            in_flight[1] = in_flight[0]
+        time.sleep(0.5)  # both threads would loop on NOT_CONTROLLER meanwhile
+        senders = [t for t in threading.enumerate() if t.name == "broker-1-alter-partition"]
+        assert len(senders) == 1
+        assert in_flight[1] == 1
+    finally:
+        release.set()
+        manager.stop()
+
+
+def test_a_replication_started_again_proposes_the_changes_its_stop_dropped(clock):
+    # The manager's stop drops queued changes; the partition's pending change stayed and
+    # blocked every ISR change after the start again, until a new leader epoch.
+    state = ReplicaState(1, broker_epoch=100)
+    leader_and_isr(state, isr=(1, 2))
+    live_brokers(state, 1, 2, 3)
+    manager = RecordingManager()
+    replication = Replication(
+        state, ReplicationConfig(replica_lag_time_max_ms=LAG), manager,  # type: ignore[arg-type]
+        clock_ms=clock,
+    )  # fmt: skip
+    fetch(replication, 3)
+    assert len(manager.items) == 1
+    replication.stop()
+    replication.start()
+    try:
+        fetch(replication, 3)
+        assert len(manager.items) == 2 and manager.items[-1].isr[-1][0] == 3
+        # An answer to the dropped change finds no pending change: ignored.
+        late = manager.items[0].callback(LeaderAndIsr(1, 0, (1, 2, 3), partition_epoch=1))
+        assert late is False and state.hosted(TP).partition_epoch == 0
+    finally:
+        replication.stop()
+
+
+def test_a_refused_submit_leaves_a_newer_pending_change_alone(leader, manager):
+    # Between a proposal and its submit (outside the lock) a LeaderAndIsr may land and
+    # another fetch propose and queue a newer change; the older one's refusal cleared the
+    # newer one's pending mark, and that change's success was then ignored.
+    leader_and_isr(leader.state, leader_epoch=1, isr=(1, 2), partition_epoch=4)
+    queued: list[AlterPartitionItem] = []
+
+    def submit(item: AlterPartitionItem, generation: int | None = None) -> bool:
+        if not queued and item.leader_epoch == 1:
+            leader_and_isr(leader.state, leader_epoch=2, isr=(1, 2), partition_epoch=5)
+            fetch(leader, 3, 2)  # the other fetch thread: proposes and queues at epoch 2
+            return False  # the epoch-1 change refused: one is queued for the partition
+        queued.append(item)
+        return True
+
+    manager.submit = submit  # type: ignore[method-assign]
+    fetch(leader, 3, 1)
+    [newer] = queued
+    assert leader.leader_view(TP)["pending"] == [1, 2, 3]
+    assert newer.callback(LeaderAndIsr(1, 2, (1, 2, 3), partition_epoch=6)) is False
+    hosted = leader.state.hosted(TP)
+    assert (hosted.isr, hosted.partition_epoch) == ((1, 2, 3), 6)
+
+
+def test_new_leader_elected_waits_for_the_next_leader_and_isr(leader, manager):
+    # Kafka's broker treats it as "wait for metadata"; it was resent for ever.
+    item = expand(leader, manager)
+    assert item.callback(Errors.NEW_LEADER_ELECTED) is False
+    assert leader.leader_view(TP)["frozen_by"] == "NEW_LEADER_ELECTED"
