@@ -288,11 +288,13 @@ def _fact_pass(
     if cfg.end is not None:
         # Later partition records can't matter (earlier ones set the state). Later controller
         # records can: a gap with no controller that is open at --to ends with an election
-        # after it, and without that election the gap was lost.
+        # after it, and without that election the gap was lost. Bad lines are all kept, as
+        # before --from: every one is reported and counted, wherever its (bad) time.
         records = records.where(
             F.col("ts").isNull()
             | (F.col("ts") <= F.lit(cfg.end))
             | (F.col("kind") == S.KIND_CONTROLLER)
+            | F.col("bad_reason").isNotNull()
         )
     facts = keep(outputs.facts(timeline(records), cfg.start, cfg.end))
     per_epoch = keep(epoch_summary(facts))

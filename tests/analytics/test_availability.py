@@ -88,7 +88,7 @@ def _copy(line: str, **changes: object) -> str:
 
 
 def test_a_bad_or_failed_copy_never_displaces_the_good_one(spark, tmp_path: Path) -> None:
-    """Copies of a record id that are bad (an unknown state) or failed sort after the usable
+    """Copies of a record id that are bad (an unknown state) or failed sort before the usable
     copy, whatever the line order: the usable one counts and none is a duplicate."""
     from pyspark.testing import assertDataFrameEqual
 
@@ -302,7 +302,7 @@ def test_a_deletion_resumed_by_a_new_controller_or_a_broker_return_is_no_outage(
     """Found on a chaos run's real logs: a new controller resumes a deletion requested during
     the failover (under Reelect), a broker's return lets a held-back one go ahead (under
     BrokerChange). Online -> Offline -> NonExistent is the topic going away under any event;
-    a re-sent copy of the Offline line between them changes nothing. A real outage under the
+    re-sent copies of the Offline line between them change nothing. A real outage under the
     same event, and a topic deleted while offline, keep theirs."""
     log = Log()
     for topic in ("a", "b", "c", "real"):
@@ -310,7 +310,7 @@ def test_a_deletion_resumed_by_a_new_controller_or_a_broker_return_is_no_outage(
     log.new_controller(100, controller_id=2)
     offline_a = log.part(110, "a", 0, "OnlinePartition", "OfflinePartition", None, None, None,
                          "Reelect", None)
-    log.lines.append(offline_a)  # a re-sent copy
+    log.lines += [offline_a, offline_a]  # re-sent copies (with two, it was an outage)
     log.part(110, "a", 0, "OfflinePartition", "NonExistentPartition", None, None, None,
              "Reelect", None)
     for p_ in (1, 2):

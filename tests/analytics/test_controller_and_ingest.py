@@ -363,22 +363,32 @@ def test_a_gap_open_at_the_period_end_is_kept_when_its_election_comes_after_it(
     log.create(2, "t", 0, [1, 2])
     log.controller(1500, "resigned", "ready")
     log.new_controller(2100, controller_id=2, ready_after=5.0)
+    # Bad lines before --from and after --to: all reported (those after --to were dropped
+    # with the partition records there, uncounted).
+    bad = [log.lines[2].replace('"to_state": "NewPartition"', '"to_state": "Sideways"')]
+    bad += [bad[0].replace("T10:00:02", "T10:50:00"), "not json"]
     path = tmp_path / "in" / "log.jsonl"
     path.parent.mkdir()
-    path.write_text("\n".join(log.lines) + "\n", encoding="utf-8")
+    path.write_text("\n".join(log.lines + bad) + "\n", encoding="utf-8")
     out = tmp_path / "out"
-    analyze(spark, JobConfig(inputs=[str(path)], output=str(out), start=at(1000), end=at(2000)))
+    result = analyze(
+        spark, JobConfig(inputs=[str(path)], output=str(out), start=at(1000), end=at(2000))
+    )
     from pyspark.testing import assertDataFrameEqual
 
+    # The successor is ready only after --to: never ready within the period.
     assertDataFrameEqual(
         spark.read.parquet(str(out / "controller_gaps")).select(
-            "gap_start", "gap_end", "gap_s", "cause"
+            "gap_start", "gap_end", "gap_s", "cause", "never_ready"
         ),
         spark.createDataFrame(
-            [(at(1500), at(2000), 500.0, "resigned")],
-            "gap_start timestamp, gap_end timestamp, gap_s double, cause string",
+            [(at(1500), at(2000), 500.0, "resigned", True)],
+            "gap_start timestamp, gap_end timestamp, gap_s double, cause string, "
+            "never_ready boolean",
         ),
     )
+    assert result.bad == 3
+    assert spark.read.parquet(str(out / "bad_records")).count() == 3
 
 
 def test_a_newest_controller_never_ready_leaves_a_gap_to_the_period_end(

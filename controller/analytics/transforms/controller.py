@@ -287,7 +287,8 @@ def gaps(failovers: DataFrame, periods: DataFrame) -> DataFrame:
             "cause",
             "elections",
             "silence_before_election_s",
-            "never_ready",
+            # Not ready within the period: a successor ready only after --to counts too.
+            (c("never_ready") | (c("end_ts") > c("period_end"))).alias("never_ready"),
             (c("start_ts") < c("period_start")).alias("started_before_period"),
             F.to_date(clipped_start).alias("dt"),
         )

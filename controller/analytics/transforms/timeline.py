@@ -166,24 +166,20 @@ def timeline(records: DataFrame) -> DataFrame:
         .alias("_phase_from"),
         F.when(usable & is_part, pref_hint).alias("_pref_hint"),
     )
-    w = Window.partitionBy("_pkey").orderBy(*ORDER, c("usable").desc(), *CONTENT)
+    w = Window.partitionBy("_pkey").orderBy(*ORDER, c("usable").asc(), *CONTENT)
     before = w.rowsBetween(Window.unboundedPreceding, -1)
     rid = F.xxhash64(*ORDER)
-    # Usable copies sort first within a record id, so "the row before is a usable copy of the
-    # same record" marks all usable copies but the first, and never a good copy after a bad.
-    dup = c("usable") & F.coalesce(
-        F.lag(c("usable")).over(w) & (F.lag(rid).over(w) == rid), F.lit(False)
-    )
-    # The partition's next record, past copies of this one: the deletion of a topic takes its
-    # partitions OfflinePartition, then at once NonExistentPartition, under whatever event
-    # let the deletion go ahead (a new controller resuming it, a broker's return), and that
-    # Offline step is the topic going away, not an outage.
-    # (``_phase`` is ABSENT only on a partition's NonExistentPartition step: one small value
-    # to look ahead at, not two strings.)
-    def gone_at(offset: int) -> Column:
-        return F.lead("_phase", offset).over(w) == ABSENT
-
-    next_gone = F.when(F.lead(rid).over(w) == rid, gone_at(2)).otherwise(gone_at(1))
+    # Usable copies sort last within a record id, so "the row after is a copy of the same
+    # record" marks all usable copies but the last, the one that counts (a usable copy
+    # counts before a bad one); its next row is the partition's next record, however many
+    # copies there are.
+    dup = c("usable") & F.coalesce(F.lead(rid).over(w) == rid, F.lit(False))
+    # The deletion of a topic takes its partitions OfflinePartition, then at once
+    # NonExistentPartition, under whatever event let the deletion go ahead (a new controller
+    # resuming it, a broker's return), and that Offline step is the topic going away, not an
+    # outage. (``_phase`` is ABSENT only on a partition's NonExistentPartition step: one
+    # small value to look ahead at, not two strings.)
+    next_gone = F.lead("_phase").over(w) == ABSENT
     narrow = narrow.select("*", dup.alias("dup"), next_gone.alias("_next_gone"))
     counted = c("usable") & ~c("dup")
     phase = F.when(
