@@ -34,7 +34,7 @@ import structlog
 from controller.zk import paths
 from controller.zk.codecs import BrokerRegistration, encode_broker_registration
 from controller.zk.errors import NodeExistsError, NoNodeError, ZkError
-from controller.zk.port import Create, SessionState, SetData, ZkPort
+from controller.zk.port import Create, SessionState, SetData, ZkPort, ZnodeStat
 
 log = structlog.get_logger("controller.broker.registration")
 
@@ -217,25 +217,23 @@ class BrokerRegistrar:
                 holder = _holders.get(self._holder_key)
             if holder is not None and holder is not self and holder.epoch == stat.czxid:
                 raise BrokerIdInUseError(self.broker_id, owner)  # a live broker, our session
-            log.warning(
+            self._delete_leftover(
+                stat,
                 "deleting a registration this session left (a broker stopped without "
                 "deregistering); registering again with a new epoch",
-                path=self.path,
-                owner=hex(owner),
             )
-            with contextlib.suppress(NoNodeError):
-                self._zk.delete(self.path, stat.version)
             return None
         if owner != 0 and owner in self._sessions:
-            log.warning(
-                "deleting our registration left over from a previous session",
-                path=self.path,
-                owner=hex(owner),
+            self._delete_leftover(
+                stat, "deleting our registration left over from a previous session"
             )
-            with contextlib.suppress(NoNodeError):
-                self._zk.delete(self.path, stat.version)
             return None
         raise BrokerIdInUseError(self.broker_id, owner)
+
+    def _delete_leftover(self, stat: ZnodeStat, why: str) -> None:
+        log.warning(why, path=self.path, owner=hex(stat.ephemeral_owner))
+        with contextlib.suppress(NoNodeError):
+            self._zk.delete(self.path, stat.version)
 
     def _delete_if_ours(self) -> None:
         stat = self._zk.exists(self.path)

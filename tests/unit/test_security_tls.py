@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import termios
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -228,19 +229,31 @@ def test_an_encrypted_key_fails_at_once_even_on_a_terminal(
     assert done.returncode == 3
 
 
+def _reloading_channel(
+    tmp_path: Path, ca: CertificateAuthority
+) -> tuple[ReloadingChannel, Callable[[], None]]:
+    """A TLS client channel, and a rotation of its client certificate."""
+    files = _files(tmp_path, ca, "client")
+    channel = ChannelOpener(ClientTls(files)).open("127.0.0.1:1")
+    assert isinstance(channel, ReloadingChannel)
+
+    def rotate() -> None:
+        ca.issue("client", sans=("127.0.0.1",)).write(tmp_path / "client")
+        _bump(files.cert_file, files.key_file)  # type: ignore[arg-type]
+
+    return channel, rotate
+
+
 def test_a_long_lived_channel_keeps_at_most_one_replaced_channel(
     tmp_path: Path, ca: CertificateAuthority
 ) -> None:
     # A channel to a healthy broker lives for months: each rotation used to keep the replaced
     # channel (and its socket) open until the channel itself closed.
-    files = _files(tmp_path, ca, "client")
-    channel = ChannelOpener(ClientTls(files)).open("127.0.0.1:1")
-    assert isinstance(channel, ReloadingChannel)
+    channel, rotate = _reloading_channel(tmp_path, ca)
     replaced: list[grpc.Channel] = []
     for _ in range(5):
         replaced.append(channel.current())
-        ca.issue("client", sans=("127.0.0.1",)).write(tmp_path / "client")
-        _bump(files.cert_file, files.key_file)  # type: ignore[arg-type]
+        rotate()
         assert channel.current() is not replaced[-1]
     assert channel._retired == [replaced[-1]]
     for old in replaced[:-1]:  # closed: a call on it fails at once
@@ -254,13 +267,10 @@ def test_a_closed_channel_is_not_reopened_by_a_rotation(
 ) -> None:
     # A call starting just after its sender's stop, when a rotation is first noticed, used to
     # open a fresh channel (never closed) and send the request after the broker's removal.
-    files = _files(tmp_path, ca, "client")
-    channel = ChannelOpener(ClientTls(files)).open("127.0.0.1:1")
-    assert isinstance(channel, ReloadingChannel)
+    channel, rotate = _reloading_channel(tmp_path, ca)
     before = channel.current()
     channel.close()
-    ca.issue("client", sans=("127.0.0.1",)).write(tmp_path / "client")
-    _bump(files.cert_file, files.key_file)  # type: ignore[arg-type]
+    rotate()
     assert channel.current() is before
     with pytest.raises(ValueError, match="closed channel"):
         channel.unary_unary("/x.Y/Z")(b"", timeout=1)
