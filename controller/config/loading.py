@@ -17,7 +17,7 @@ from controller.config.settings import (
     SETTINGS,
     SETTINGS_BY_NAME,
 )
-from controller.security.acls import CredentialsError, parse_credentials
+from controller.security.acls import credentials_problem
 from controller.security.authz import ENV_CONTROLLER_ALLOWED_PRINCIPALS
 
 #: ZKC_* variables read by other processes of the cluster (one environment serves them all).
@@ -202,10 +202,9 @@ def _security_checks(values: Mapping[str, Any], sources: Mapping[str, str]) -> l
         problem("zookeeper.auth.credentials.value",
                 "set this or zookeeper.auth.credentials.file, not both")  # fmt: skip
     elif inline:
-        try:
-            parse_credentials(inline, "zookeeper.auth.credentials.value")
-        except CredentialsError as exc:  # its message never holds the secret
-            problem("zookeeper.auth.credentials.value", str(exc))
+        reason = credentials_problem(inline)  # never holds the secret
+        if reason is not None:
+            problem("zookeeper.auth.credentials.value", reason)
     if values["zookeeper.set.acl"] and scheme == "none":
         problem("zookeeper.set.acl", "needs ZooKeeper authentication (zookeeper.auth.scheme)")
     cert, key = values["grpc.tls.cert.file"], values["grpc.tls.key.file"]

@@ -90,12 +90,10 @@ class ConfigProblem:
     message: str
 
     def __str__(self) -> str:
-        # Named once: an environment variable is its own key ("env ZKC_X"), and some
-        # messages (from parsers shared with the daemon) begin with the setting's name.
-        message = self.message.removeprefix(f"{self.key}: ")
+        # Named once: an environment variable is its own key ("env ZKC_X").
         if self.key == WHOLE_SOURCE or self.source.endswith(f" {self.key}"):
-            return f"{self.source}: {message}"
-        return f"{self.source}: {self.key}: {message}"
+            return f"{self.source}: {self.message}"
+        return f"{self.source}: {self.key}: {self.message}"
 
 
 class ConfigError(Exception):

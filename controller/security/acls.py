@@ -72,18 +72,27 @@ class CredentialsError(ValueError):
     """Credentials missing, unreadable or malformed (the message never contains the secret)."""
 
 
-def parse_credentials(text: str, source: str) -> tuple[str, str]:
-    """``user:password`` (first line; surrounding whitespace ignored) -> (user, password)."""
+def credentials_problem(text: str) -> str | None:
+    """Why ``text`` is not ``user:password`` (first line), or None; never quotes the secret."""
     line = text.strip().splitlines()[0].strip() if text.strip() else ""
     user, sep, password = line.partition(":")
     if not sep or not user or not password:
-        raise CredentialsError(f"{source}: expected user:password on the first line")
+        return "expected user:password on the first line"
     try:
         line.encode("utf-8")
     except UnicodeEncodeError:
         # Bytes that were not UTF-8 in the environment (decoded as surrogates): kazoo's
         # connection thread would die encoding them at authentication.
-        raise CredentialsError(f"{source}: not UTF-8 text") from None
+        return "not UTF-8 text"
+    return None
+
+
+def parse_credentials(text: str, source: str) -> tuple[str, str]:
+    """``user:password`` (first line; surrounding whitespace ignored) -> (user, password)."""
+    problem = credentials_problem(text)
+    if problem is not None:
+        raise CredentialsError(f"{source}: {problem}")
+    user, _, password = text.strip().splitlines()[0].strip().partition(":")
     return user, password
 
 
