@@ -22,6 +22,23 @@ from typing import Any
 #: How long a waiting main thread may sleep through a signal delivered to another thread.
 POLL_S = 0.2
 
+# Signals received before a command's inbox existed (``record_early``), for it to take over.
+_early: deque[int] = deque()
+
+
+def _record_early(signum: int, frame: FrameType | None) -> None:
+    _early.append(signum)
+
+
+def record_early(signals: Iterable[int]) -> None:
+    """Record ``signals`` from now until a ``SignalInbox`` for them is made, which then
+    receives them: the foreground commands make theirs only after their imports (~0.5 s),
+    and a SIGTERM before that would end the process with 143, or, as PID 1 in a container
+    (the kernel drops a default-disposition signal there), be lost until the orchestrator's
+    SIGKILL. Call it first thing in the entry point."""
+    for sig in signals:
+        signal.signal(sig, _record_early)
+
 
 class SignalInbox:
     """Records ``signals`` while installed; ``wait`` returns the next one."""
@@ -31,6 +48,12 @@ class SignalInbox:
         self._previous: dict[int, Any] = {
             sig: signal.signal(sig, self._record) for sig in signals
         }
+        # Our handler is in place, so nothing more is appended for these signals: take what
+        # arrived before it, in order (a signal this inbox does not handle stays there).
+        for sig in list(_early):
+            if sig in self._previous:
+                _early.remove(sig)
+                self._received.append(sig)
 
     def _record(self, signum: int, frame: FrameType | None) -> None:
         self._received.append(signum)  # no lock taken: see the module docstring

@@ -9,6 +9,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from controller.signals import record_early
+
 # gRPC's C core prints lines of its own on stderr (INFO for a failed TLS handshake, ERROR
 # for a port in use): not JSON, not in our format, and they repeat what our logs and errors
 # say. Set before any command imports grpc; an operator's GRPC_VERBOSITY (error, or debug
@@ -34,6 +36,9 @@ COMMAND_MODULES = (
     "controller.cli.chaos_cmd",
 )
 
+
+# The long-running commands that stop on SIGTERM/SIGINT through a ``SignalInbox``.
+FOREGROUND_COMMANDS = frozenset({"run", "broker", "zookeeper"})
 
 PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a tool its reader went away from
 INTERRUPTED = 130  # 128 + SIGINT
@@ -63,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
+    if command in FOREGROUND_COMMANDS:
+        # A stop asked for while the command imports is kept for its own handler, not lost.
+        record_early((signal.SIGTERM, signal.SIGINT))
     if command == "run":
         # SIGHUP means "reload" to the daemon, whose handler exists only once it starts: a
         # logrotate or `systemctl reload` landing while it imports must not kill it (exit
