@@ -127,6 +127,17 @@ class BrokerConfig:
         if not 0 <= self.broker_id <= INT32_MAX:
             raise ValueError(f"broker id must be in [0, {INT32_MAX}], got {self.broker_id}")
         parse_host_port(self.listen)  # fail early on a malformed address
+        for name, listener in (("controller listener", self.controller_listener),
+                               ("inter-broker listener", self.inter_broker_listener)):
+            if not listener.strip():
+                raise ValueError(f"the {name} needs a name")
+        # As Kafka's KafkaConfig: one name for both would register two endpoints under one
+        # listener, and the controller's connection could not be told from the brokers'.
+        if self.controller_listener.upper() == self.inter_broker_listener.upper():
+            raise ValueError(
+                f"the controller listener and the inter-broker listener must differ "
+                f"(both {self.controller_listener!r})"
+            )
         mutual = self.tls is not None and self.tls.client_auth_required
         for name, value in (
             ("controller allowed principals", self.controller_principals),

@@ -39,3 +39,25 @@ def test_cli_refuses_a_broker_id_outside_int32_in_one_line(broker_id: str) -> No
     assert done.stderr.splitlines() == [
         f"zk-controller broker: --broker-id must be in [0, {INT32_MAX}], got {broker_id}"
     ]
+
+
+@pytest.mark.parametrize(
+    ("controller", "inter_broker"), [("CONTROLLER", "CONTROLLER"), ("PLAINTEXT", "plaintext")]
+)
+def test_config_refuses_one_name_for_both_listeners(controller: str, inter_broker: str) -> None:
+    # Kafka refuses it too: two endpoints under one listener name in the registration.
+    with pytest.raises(ValueError, match="controller listener and the inter-broker listener"):
+        BrokerConfig(
+            broker_id=1, controller_listener=controller, inter_broker_listener=inter_broker
+        )
+
+
+@pytest.mark.parametrize("field", ["controller_listener", "inter_broker_listener"])
+def test_config_refuses_an_empty_listener_name(field: str) -> None:
+    with pytest.raises(ValueError, match="listener needs a name"):
+        BrokerConfig(broker_id=1, **{field: " "})  # type: ignore[arg-type]
+
+
+def test_config_takes_two_listener_names() -> None:
+    config = BrokerConfig(broker_id=1, controller_listener="CTL", inter_broker_listener="REPL")
+    assert (config.controller_listener, config.inter_broker_listener) == ("CTL", "REPL")
