@@ -156,6 +156,7 @@ class Replication:
         self.fetcher = ReplicaFetcher(state, config)
         self._stop = threading.Event()
         self._expiration: threading.Thread | None = None
+        state.on_leadership(self._on_leadership)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -264,6 +265,15 @@ class Replication:
         if proposal is not None:
             self._submit(*proposal)
         return Errors.NONE, epoch
+
+    def _on_leadership(self, rows: list[tuple[TopicPartition, Hosted]]) -> None:
+        # Kafka's makeLeader resets the followers' state there and then: the ISR members'
+        # lag is counted from becoming leader, not from the first fetch or expiration round
+        # (which left a silent member in the ISR for up to twice replica.lag.time.max.ms).
+        now = self._clock()
+        with self._lock:
+            for tp, hosted in rows:
+                self._leader_state(tp, hosted, now)
 
     def _leader_state(self, tp: TopicPartition, hosted: Hosted, now: float) -> LeaderState:
         """The bookkeeping for the leader epoch ``hosted`` is at; a new epoch, or a new

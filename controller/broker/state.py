@@ -22,7 +22,7 @@ import enum
 import itertools
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -97,6 +97,14 @@ class ReplicaState:
         self._received: Counter[str] = Counter()
         # Leaders' inter-broker addresses from LeaderAndIsr live_leaders (for fetching).
         self._leader_addresses: dict[int, str] = {}
+        self._leadership_listeners: list[Callable[[list[tuple[TopicPartition, Hosted]]], None]] = []
+
+    def on_leadership(
+        self, listener: Callable[[list[tuple[TopicPartition, Hosted]]], None]
+    ) -> None:
+        """Call ``listener`` with the rows each LeaderAndIsr made this broker the leader of
+        (a new leader epoch), after the request is applied and outside this state's lock."""
+        self._leadership_listeners.append(listener)
 
     # -- epochs ------------------------------------------------------------------------------
 
@@ -125,6 +133,16 @@ class ReplicaState:
     def leader_and_isr(
         self, request: broker_pb2.LeaderAndIsrRequest
     ) -> broker_pb2.LeaderAndIsrResponse:
+        led: list[tuple[TopicPartition, Hosted]] = []
+        response = self._leader_and_isr(request, led)
+        if led:
+            for listener in self._leadership_listeners:
+                listener(led)
+        return response
+
+    def _leader_and_isr(
+        self, request: broker_pb2.LeaderAndIsrRequest, led: list[tuple[TopicPartition, Hosted]]
+    ) -> broker_pb2.LeaderAndIsrResponse:
         with self._lock:
             self._received["LeaderAndIsr"] += 1
             if self._broker_epoch_stale(request.broker_epoch):
@@ -146,7 +164,11 @@ class ReplicaState:
                 errors = response.topics.add(topic_id=topic.topic_id, topic_name=topic.topic_name)
                 for state in topic.partition_states:
                     tp = TopicPartition(topic.topic_name, state.partition_index)
+                    previous = self._partitions.get(tp)
                     code = self._apply_partition(tp, topic.topic_id, state)
+                    hosted = self._partitions.get(tp)
+                    if hosted is not previous and hosted is not None and hosted.role is Role.LEADER:
+                        led.append((tp, hosted))
                     errors.partition_errors.add(
                         partition_index=state.partition_index, error_code=code
                     )

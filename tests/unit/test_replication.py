@@ -298,6 +298,23 @@ def test_isr_members_that_stop_fetching_are_removed_after_the_lag(leader, manage
     assert leader.maybe_shrink_isr() == []  # in flight
 
 
+def test_the_lag_counts_from_becoming_leader(clock, manager):
+    # As Kafka's makeLeader: not from the first expiration round or fetch after it, which
+    # let a member that never fetched stay in the ISR for up to twice the lag.
+    state = ReplicaState(1, broker_epoch=100)
+    live_brokers(state, 1, 2, 3, 4)
+    replication = Replication(
+        state, ReplicationConfig(replica_lag_time_max_ms=LAG), manager, clock_ms=clock  # type: ignore[arg-type]
+    )
+    leader_and_isr(state)  # broker 1 leads t-0, ISR [1, 2, 3]
+    clock.now += LAG / 2
+    assert replication.maybe_shrink_isr() == []  # the first round: nobody is behind yet
+    fetch(replication, 2)
+    clock.now += LAG / 2 + 1  # the lag and a millisecond since becoming leader
+    assert replication.maybe_shrink_isr() == [TP]
+    assert [b for b, _ in manager.items[0].isr] == [1, 2]  # 3 never fetched
+
+
 def test_a_new_leader_epoch_starts_the_lag_afresh(leader, manager, clock):
     clock.now += LAG + 1
     leader_and_isr(leader.state, leader_epoch=1)
