@@ -17,8 +17,6 @@ new configuration is reported and the running one is kept whole.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import dataclasses
 import datetime
 import gc
@@ -32,6 +30,7 @@ from collections.abc import Callable
 
 import structlog
 
+from controller import heap
 from controller.channel.manager import ControllerChannelManager
 from controller.config import (
     ConfigError,
@@ -74,58 +73,8 @@ from controller.zk.port import EventType, SessionState, WatchEvent
 
 log = structlog.get_logger("controller.daemon")
 
-# The active controller holds several long-lived objects per partition (over a million at
-# 100K partitions). With CPython's default thresholds (700, 10, 10) the cyclic collector ran
-# so often while they were built that it took ~30% of a failover's CPU; these make young
-# collections ~100x rarer. Once the context is loaded it is frozen (never scanned again by the
-# collector) until the controller resigns, so full collections stay short while it is active.
-GC_THRESHOLDS = (100_000, 50, 100)
-TRIM_WAIT_S = 60.0
-TRIM_SETTLE_S = 2.0
 #: How long a stop requested while starting waits for the abandoned start to return.
 ABANDONED_START_WAIT_S = 3.0
-
-
-def _malloc_trim() -> Callable[[int], object] | None:
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc
-        return None
-
-
-def freeze_heap_after_failover(controller: Controller, channel: ControllerChannelManager) -> None:
-    """GC freeze at failover; and once the failover's requests have been sent, hand the memory
-    they used back to the OS (glibc keeps freed heap pages otherwise, so RSS would stay at the
-    failover's peak: its LeaderAndIsr and UpdateMetadata requests alone are ~100 MB at 100K
-    partitions)."""
-    trim = _malloc_trim()
-
-    def trim_when_sent() -> None:
-        # Off the event thread: wait for the queues to drain, and for the requests in flight
-        # to be answered (no API tells; a few seconds are plenty on a healthy cluster).
-        deadline = time.monotonic() + TRIM_WAIT_S
-        while channel.total_queue_size() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(TRIM_SETTLE_S)
-        assert trim is not None
-        trim(0)
-
-    def after_failover() -> None:
-        # A resignation and a new election within one event (a Reelect) skip the unfreeze
-        # below: unfreeze first, so the previous term's garbage is not pinned for good.
-        if gc.get_freeze_count():
-            gc.unfreeze()
-            gc.collect()
-        gc.freeze()
-        if trim is not None:
-            threading.Thread(target=trim_when_sent, name="malloc-trim", daemon=True).start()
-
-    def unfreeze_when_inactive(ctl: Controller) -> None:
-        if not ctl.is_active and gc.get_freeze_count():
-            gc.unfreeze()  # the resigned context's cycles become collectable again
-
-    controller.election.add_failover_hook(after_failover)
-    controller.after_event_hooks.append(unfreeze_when_inactive)
 
 
 class DaemonStartError(Exception):
@@ -223,8 +172,8 @@ class ControllerDaemon:
             metrics=self.metrics,
         )
         self.metrics.watch_unclean_default(lambda: self.controller.unclean_leader_election_default)
-        gc.set_threshold(*GC_THRESHOLDS)
-        freeze_heap_after_failover(self.controller, self.channel)
+        gc.set_threshold(*heap.GC_THRESHOLDS)
+        heap.freeze_heap_after_failover(self.controller, self.channel)
         listen = config.grpc_listen
         server_tls = _grpc_server_tls(config)
         if server_tls is not None:

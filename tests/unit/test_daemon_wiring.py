@@ -17,6 +17,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from controller import daemon as daemon_module
+from controller import heap
 from controller.config import load_config
 from controller.core.events import Resign, ResignPreempted
 from controller.daemon import ControllerDaemon
@@ -155,9 +156,9 @@ def test_a_re_election_within_one_event_does_not_pin_the_previous_terms_garbage(
         def total_queue_size(self) -> int:
             return 0
 
-    monkeypatch.setattr(daemon_module, "_malloc_trim", lambda: None)
+    monkeypatch.setattr(heap, "_malloc_trim", lambda: None)
     h = ControllerHarness(controller_id=5)
-    daemon_module.freeze_heap_after_failover(h.controller, NoQueue())  # type: ignore[arg-type]
+    heap.freeze_heap_after_failover(h.controller, NoQueue())  # type: ignore[arg-type]
     try:
         h.register_broker(1)
         h.start()
