@@ -132,7 +132,7 @@ def register(subparsers: Any) -> None:
     describe.set_defaults(func=describe_command)
 
     alter = actions.add_parser("alter", help="add partitions to a topic")
-    _add_topic_name(alter)
+    _add_topic_name(alter, regex=True)
     alter.add_argument("--partitions", type=int, required=True, metavar="P", help="new total")
     alter.add_argument(
         "--replica-assignment",
@@ -146,8 +146,8 @@ def register(subparsers: Any) -> None:
     alter.add_argument("--if-exists", action="store_true", help="do nothing if the topic is absent")
     alter.set_defaults(func=alter_command)
 
-    delete = actions.add_parser("delete", help="mark a topic for deletion")
-    _add_topic_name(delete)
+    delete = actions.add_parser("delete", help="mark topics for deletion")
+    _add_topic_name(delete, regex=True)
     delete.add_argument(
         "--if-exists", action="store_true", help="do nothing if the topic is absent"
     )
@@ -165,11 +165,20 @@ def _add_exclude_internal(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_topic_name(parser: argparse.ArgumentParser) -> None:
-    """The topic as a positional NAME or as kafka-topics.sh's ``--topic NAME``."""
+def _add_topic_name(parser: argparse.ArgumentParser, *, regex: bool = False) -> None:
+    """The topic as a positional NAME or as kafka-topics.sh's ``--topic``: for alter and
+    delete (``regex``), as in Kafka, a regular expression every topic whose whole name it
+    matches is altered or deleted by (NAME stays one literal name)."""
     parser.add_argument("name", nargs="?", metavar="NAME")
-    parser.add_argument("--topic", dest="topic_option", metavar="NAME", help="the same as NAME")
-    parser.set_defaults(needs_topic_name=True)
+    if regex:
+        parser.add_argument(
+            "--topic", dest="topic_option", metavar="REGEX",
+            help="every topic whose whole name matches (Kafka's --topic: 'a.b' matches "
+            "'a_b' too; ',' means '|')",
+        )  # fmt: skip
+    else:
+        parser.add_argument("--topic", dest="topic_option", metavar="NAME", help="the same as NAME")
+    parser.set_defaults(needs_topic_name=True, topic_regex=regex, pattern=None)
 
 
 def resolve_topic_name(args: argparse.Namespace) -> str | None:
@@ -182,8 +191,23 @@ def resolve_topic_name(args: argparse.Namespace) -> str | None:
             if not given
             else f"two topic names given: {args.name!r} and --topic {args.topic_option!r}"
         )
+    if getattr(args, "topic_regex", False) and args.name is None:
+        args.pattern = args.topic_option  # matched once connected: _topics_named
+        return None
     args.name = given.pop()
     return None
+
+
+def _topics_named(port: ZkPort, args: argparse.Namespace) -> list[str]:
+    """The topics alter/delete act on: NAME, or every topic --topic matches (Kafka's
+    ``getTopics`` and ``ensureTopicExists``: none is an error unless --if-exists)."""
+    if args.pattern is None:
+        return [args.name]
+    pattern = topic_pattern(args.pattern)
+    matched = sorted(t.name for t in admin.list_topics(port) if pattern.fullmatch(t.name))
+    if not matched and not args.if_exists:
+        raise AdminError(f"Topic '{args.pattern}' does not exist as expected")
+    return matched
 
 
 def topic_pattern(regex: str) -> re.Pattern[str]:
@@ -429,24 +453,25 @@ def _topic_json(
 
 def alter_command(args: argparse.Namespace) -> int:
     def action(port: ZkPort) -> int:
-        try:
-            (current,) = admin.describe_topics(port, [args.name])
-        except admin.UnknownTopicError:
-            if args.if_exists:
-                return 0
-            raise
-        new_only = None
-        if args.replica_assignment is not None:
-            new_only = _new_partitions(
-                parse_replica_assignment(args.replica_assignment), current, args.partitions
+        for name in _topics_named(port, args):
+            try:
+                (current,) = admin.describe_topics(port, [name])
+            except admin.UnknownTopicError:
+                if args.if_exists or args.pattern is not None:  # matched, then deleted
+                    continue
+                raise
+            new_only = None
+            if args.replica_assignment is not None:
+                new_only = _new_partitions(
+                    parse_replica_assignment(args.replica_assignment), current, args.partitions
+                )
+            result = admin.add_partitions(
+                port, name, args.partitions, new_only, rack_aware_mode=_rack_mode(args)
             )
-        result = admin.add_partitions(
-            port, args.name, args.partitions, new_only, rack_aware_mode=_rack_mode(args)
-        )
-        for warning in result.warnings:
-            print(f"WARNING: {warning}", file=sys.stderr)
-        print(KEYED_WARNING, file=sys.stderr)
-        print("Adding partitions succeeded!")
+            for warning in result.warnings:
+                print(f"WARNING: {warning}", file=sys.stderr)
+            print(KEYED_WARNING, file=sys.stderr)
+            print("Adding partitions succeeded!")  # Kafka's line, once per topic
         return 0
 
     return run_admin(args, action)
@@ -478,18 +503,28 @@ def _new_partitions(
 
 def delete_command(args: argparse.Namespace) -> int:
     def action(port: ZkPort) -> int:
-        try:
-            admin.delete_topic(port, args.name)
-        except admin.UnknownTopicError:
-            if args.if_exists:
-                return 0
-            raise
-        except admin.TopicMarkedForDeletionError:
-            # Kafka's tool reports this and succeeds: the request is already pending.
-            print(f"Topic {args.name} is already marked for deletion.")
-            return 0
-        print(f"Topic {args.name} is marked for deletion.")
-        print("Note: This will have no impact if delete.topic.enable is not set to true.")
+        names = _topics_named(port, args)
+        internal = [n for n in names if n in admin.INTERNAL_TOPICS]
+        if args.pattern is not None and internal:
+            # Refused before any deletion (Kafka's tool fails at the first one it reaches).
+            raise AdminError(
+                f"--topic {args.pattern!r} matches Kafka internal topic(s) "
+                f"{', '.join(internal)}, which are not allowed to be marked for deletion; "
+                "nothing was deleted"
+            )
+        for name in names:
+            try:
+                admin.delete_topic(port, name)
+            except admin.UnknownTopicError:
+                if args.if_exists or args.pattern is not None:  # matched, then deleted
+                    continue
+                raise
+            except admin.TopicMarkedForDeletionError:
+                # Kafka's tool reports this and succeeds: the request is already pending.
+                print(f"Topic {name} is already marked for deletion.")
+                continue
+            print(f"Topic {name} is marked for deletion.")
+            print("Note: This will have no impact if delete.topic.enable is not set to true.")
         return 0
 
     return run_admin(args, action)

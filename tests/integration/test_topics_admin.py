@@ -595,6 +595,50 @@ def test_cli_takes_kafkas_topic_option(zk_connect: str, port: KazooPort) -> None
                    "two topic names given")  # fmt: skip
 
 
+def test_cli_alter_and_delete_take_topic_as_a_regex_as_kafka_does(
+    zk_connect: str, port: KazooPort
+) -> None:
+    """kafka-topics.sh --alter/--delete --topic is an include list, as for --list: every topic
+    whose whole name matches; NAME stays literal. An internal topic matched refuses the
+    whole deletion."""
+    brokers(port, 1, 2)
+    zk = ["--zookeeper", zk_connect]
+    for name in ("logs.a", "logs.b", "logs_c", "logsx", "other", "__consumer_offsets"):
+        r = cli("topics", "create", name, "--partitions", "1", "--replication-factor", "1", *zk)
+        assert r.returncode == 0, r.stderr
+
+    r = cli("topics", "alter", "--topic", "logs\\..*", "--partitions", "2", *zk)
+    assert (r.returncode, r.stdout) == (0, "Adding partitions succeeded!\n" * 2), r.stderr
+    counts = {n: len(admin.describe_topics(port, [n])[0].partitions)
+              for n in ("logs.a", "logs.b", "logs_c", "logsx")}  # fmt: skip
+    assert counts == {"logs.a": 2, "logs.b": 2, "logs_c": 1, "logsx": 1}
+
+    before = snapshot(port)
+    one_error_line(
+        cli("topics", "delete", "--topic", ".*", *zk),
+        "matches Kafka internal topic(s) __consumer_offsets", "nothing was deleted",
+    )
+    one_error_line(cli("topics", "delete", "--topic", "nope.*", *zk),
+                   "Topic 'nope.*' does not exist as expected")  # fmt: skip
+    one_error_line(cli("topics", "alter", "--topic", "(", "--partitions", "3", *zk),
+                   "not a valid regular expression")  # fmt: skip
+    assert snapshot(port) == before
+    r = cli("topics", "delete", "--topic", "nope.*", "--if-exists", *zk)
+    assert (r.returncode, r.stdout) == (0, "")
+
+    # As in Kafka, '.' is any character: "logs.c" matches logs_c; "," means "|".
+    r = cli("topics", "delete", "--topic", "logs.c, other", *zk)
+    assert r.returncode == 0, r.stderr
+    marked = [line for line in r.stdout.splitlines() if line.startswith("Topic ")]
+    assert marked == ["Topic logs_c is marked for deletion.", "Topic other is marked for deletion."]
+    assert sorted(port.get_children(paths.DELETE_TOPICS)) == ["logs_c", "other"]
+    r = cli("topics", "delete", "--topic", "logs_c|logsx", *zk)
+    assert r.stdout.splitlines()[0] == "Topic logs_c is already marked for deletion."
+    assert r.stdout.splitlines()[1] == "Topic logsx is marked for deletion."
+    # NAME is one literal name.
+    one_error_line(cli("topics", "delete", "logs.*", *zk), "'logs.*' to delete does not exist")
+
+
 def test_cli_describe_takes_kafkas_report_options(zk_connect: str, port: KazooPort) -> None:
     """kafka-topics.sh's --under-min-isr-partitions, --at-min-isr-partitions,
     --topics-with-overrides, --exclude-internal and --if-exists (Kafka's DescribeOptions)."""
