@@ -78,6 +78,10 @@ class Hosted:
     incarnation: int = 0
 
 
+# Told of the partitions a LeaderAndIsr made this broker the leader of (ReplicaState.on_leadership).
+LeadershipListener = Callable[[list[tuple[TopicPartition, Hosted]]], None]
+
+
 class ReplicaState:
     """A broker's view of its replicas and of the cluster, changed only by controller requests."""
 
@@ -97,11 +101,9 @@ class ReplicaState:
         self._received: Counter[str] = Counter()
         # Leaders' inter-broker addresses from LeaderAndIsr live_leaders (for fetching).
         self._leader_addresses: dict[int, str] = {}
-        self._leadership_listeners: list[Callable[[list[tuple[TopicPartition, Hosted]]], None]] = []
+        self._leadership_listeners: list[LeadershipListener] = []
 
-    def on_leadership(
-        self, listener: Callable[[list[tuple[TopicPartition, Hosted]]], None]
-    ) -> None:
+    def on_leadership(self, listener: LeadershipListener) -> None:
         """Call ``listener`` with the rows each LeaderAndIsr made this broker the leader of
         (a new leader epoch), after the request is applied and outside this state's lock."""
         self._leadership_listeners.append(listener)
