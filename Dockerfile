@@ -17,6 +17,13 @@ FROM python:3.11-slim-bookworm
 LABEL org.opencontainers.image.title="zk-controller" \
       org.opencontainers.image.description="Apache Kafka's ZooKeeper-mode controller as a standalone service" \
       org.opencontainers.image.licenses="Apache-2.0"
+# tini as PID 1: the kernel drops signals with the default action to PID 1, so without an
+# init a SIGTERM before the command's handlers exist would be lost (the command records one
+# from its first moments, see controller/signals.py; tini covers the interpreter's start too),
+# and tini reaps any orphaned child.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini \
+ && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 zkc \
  && useradd --system --uid 10001 --gid zkc --home-dir /var/lib/zk-controller --no-create-home zkc \
  && install -d -o zkc -g zkc /var/lib/zk-controller
@@ -38,5 +45,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["python", "-c", "import os,urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('ZKC_METRICS_LISTEN', ':9309').rpartition(':')[2] + '/readyz', timeout=2)"]
 # SIGTERM: the controller resigns (a standby takes over at once) and exits 0.
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["zk-controller"]
+ENTRYPOINT ["/usr/bin/tini", "--", "zk-controller"]
 CMD ["run"]

@@ -255,7 +255,11 @@ def test_dockerfile_is_small_and_non_root() -> None:
     assert len(stages) == 2 and all("slim" in s for s in stages)  # build tools stay behind
     users = re.findall(r"^USER (\S+)", text, re.MULTILINE)
     assert users and not users[-1].startswith(("root", "0"))
-    assert re.search(r'^ENTRYPOINT \["zk-controller"\]', text, re.MULTILINE)
+    # An init as PID 1 (tini forwards SIGTERM; the kernel drops default-action signals to
+    # PID 1), installed from Debian in the final stage.
+    assert re.search(r'^ENTRYPOINT \["/usr/bin/tini", "--", "zk-controller"\]', text, re.MULTILINE)
+    final_stage = text.split("\nFROM ")[-1]
+    assert re.search(r"apt-get install -y --no-install-recommends tini\b", final_stage)
     assert "/readyz" in text  # HEALTHCHECK: ready = connected to ZooKeeper
     # zookeeper.auth.scheme = "sasl" needs the extra: without it the image refuses it.
     assert re.search(r"pip install '\.\[sasl\]'", text)
