@@ -191,7 +191,7 @@ def resolve_topic_name(args: argparse.Namespace) -> str | None:
             if not given
             else f"two topic names given: {args.name!r} and --topic {args.topic_option!r}"
         )
-    if getattr(args, "topic_regex", False) and args.name is None:
+    if args.topic_regex and args.name is None:
         args.pattern = args.topic_option  # matched once connected: _topics_named
         return None
     args.name = given.pop()

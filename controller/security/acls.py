@@ -72,9 +72,13 @@ class CredentialsError(ValueError):
     """Credentials missing, unreadable or malformed (the message never contains the secret)."""
 
 
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0].strip() if text.strip() else ""
+
+
 def credentials_problem(text: str) -> str | None:
     """Why ``text`` is not ``user:password`` (first line), or None; never quotes the secret."""
-    line = text.strip().splitlines()[0].strip() if text.strip() else ""
+    line = _first_line(text)
     user, sep, password = line.partition(":")
     if not sep or not user or not password:
         return "expected user:password on the first line"
@@ -92,7 +96,7 @@ def parse_credentials(text: str, source: str) -> tuple[str, str]:
     problem = credentials_problem(text)
     if problem is not None:
         raise CredentialsError(f"{source}: {problem}")
-    user, _, password = text.strip().splitlines()[0].strip().partition(":")
+    user, _, password = _first_line(text).partition(":")
     return user, password
 
 

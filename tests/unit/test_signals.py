@@ -70,7 +70,7 @@ def test_signals_recorded_early_go_to_the_inbox_made_for_them() -> None:
 # SIGTERM: the signal lands before the daemon's own handler exists. ZooKeeper is a closed
 # port, so the start is still trying to connect when the daemon looks at its signals.
 _EARLY_SIGTERM_CHILD = """
-import sys, time
+import sys
 from controller.cli import main as cli
 
 build = cli.build_parser
